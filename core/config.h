@@ -1,0 +1,97 @@
+// defines: triax::Config and its sections, triax::load_config, triax::parse_config
+//
+// The YAML file mirrors these structs one to one: `parallel.tensor` is Config::parallel.tensor.
+// Every field's unit and default is on its `///` line; the schema that reads, writes and
+// documents them is in config_schema.cpp. There is deliberately no data-parallel size field
+// that could be set on its own: dp is chosen at launch, dp = world / (tensor * pipeline), and
+// `parallel.data`, if given, is only a check against that.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace triax {
+
+struct ModelConfig {
+  /// Architecture: "mlp" (a Fashion-MNIST classifier, 784 -> hidden... -> 10). Default "mlp".
+  std::string arch = "mlp";
+  /// Widths of the MLP's hidden layers, in features. Default [256, 128].
+  std::vector<int64_t> mlp_hidden = {256, 128};
+};
+
+struct ParallelConfig {
+  /// Tensor-parallel size; fixed when the model is built (it shapes the weights). Default 1.
+  int64_t tensor = 1;
+  /// Pipeline-parallel size (stages); fixed when the model is built. Default 1.
+  int64_t pipeline = 1;
+  /// Expected data-parallel size, only checked: dp is world / (tensor * pipeline). 0 = any.
+  int64_t data = 0;
+  /// Rank order, fastest-varying axis first. Default "tp-dp-pp" (Megatron's).
+  std::string order = "tp-dp-pp";
+};
+
+struct TrainConfig {
+  /// Samples per optimizer step, summed over all data-parallel ranks. Default 64.
+  int64_t global_batch = 64;
+  /// Samples per forward/backward on one rank; 0 = global_batch / dp (one micro-batch). Default 0.
+  int64_t micro_batch = 0;
+  /// Passes over the training set. Default 1.
+  int64_t epochs = 1;
+  /// Stop after this many optimizer steps (0 = run all epochs). Default 0.
+  int64_t steps = 0;
+  /// "sgd" (with momentum) or "adamw". Default "sgd".
+  std::string optimizer = "sgd";
+  /// Learning rate. Default 0.05.
+  double lr = 0.05;
+  /// SGD momentum (ignored by adamw). Default 0.9.
+  double momentum = 0.9;
+  /// Decoupled (adamw) or L2 (sgd) weight decay. Default 0.
+  double weight_decay = 0.0;
+  /// Seed of the initial weights and of the per-epoch shuffle (seed + epoch). Default 1234.
+  int64_t seed = 1234;
+  /// Shuffle the training set every epoch. Default true.
+  bool shuffle = true;
+  /// Print progress every N optimizer steps (0 = only at the end). Default 100.
+  int64_t log_every = 100;
+  /// Compute threads per rank; 0 = cores on this node / ranks on this node. Default 0.
+  int64_t threads = 0;
+};
+
+struct DataConfig {
+  /// Folder of the Fashion-MNIST gzip IDX files. Default "/usr/share/datasets/fashion-mnist".
+  std::string dir = "/usr/share/datasets/fashion-mnist";
+  /// Use only the first N training samples (0 = all 60000). Default 0.
+  int64_t train_samples = 0;
+  /// Use only the first N test samples (0 = all 10000). Default 0.
+  int64_t test_samples = 0;
+};
+
+struct RunConfig {
+  /// Directory for the run's outputs (resolved config); "" = write nothing. Default "".
+  std::string dir = "";
+};
+
+struct Config {
+  ModelConfig model;
+  ParallelConfig parallel;
+  TrainConfig train;
+  DataConfig data;
+  RunConfig run;
+};
+
+/// Reads `path`, applies `overrides` ("a.b=value", YAML syntax for the value) and validates.
+/// Throws ConfigError listing every problem, one per line.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// The same from YAML text (tests, and `origin` names it in messages).
+Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides = {},
+                    const std::string& origin = "<string>");
+
+/// The resolved configuration as YAML, every field included, so a run can be reproduced.
+std::string to_yaml(const Config& config);
+
+/// Every key with its type, default and meaning, one per line (`triax config --describe`).
+std::string describe_config_keys();
+
+}  // namespace triax

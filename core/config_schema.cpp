@@ -1,0 +1,52 @@
+#include "core/config_schema.h"
+
+namespace triax {
+namespace {
+
+constexpr IntRule kPositive{1};
+constexpr IntRule kNonNegative{0};
+
+}  // namespace
+
+void visit_config(Config& c, ConfigVisitor& v) {
+  v.section("model", [&] {
+    v.field("arch", c.model.arch, {"mlp"}, "architecture");
+    v.field("mlp_hidden", c.model.mlp_hidden, kPositive, "MLP hidden layer widths (features)");
+  });
+  v.section("parallel", [&] {
+    v.field("tensor", c.parallel.tensor, kPositive,
+            "tensor-parallel size, fixed when the model is built");
+    v.field("pipeline", c.parallel.pipeline, kPositive,
+            "pipeline stages, fixed when the model is built");
+    v.field("data", c.parallel.data, kNonNegative,
+            "expected dp, only checked (dp = world / (tensor*pipeline)); 0 = any");
+    v.field("order", c.parallel.order, {}, "rank order, fastest axis first (tp-dp-pp)");
+  });
+  v.section("train", [&] {
+    v.field("global_batch", c.train.global_batch, kPositive,
+            "samples per optimizer step over all dp ranks");
+    v.field("micro_batch", c.train.micro_batch, kNonNegative,
+            "samples per forward/backward on a rank; 0 = global_batch/dp");
+    v.field("epochs", c.train.epochs, kPositive, "passes over the training set");
+    v.field("steps", c.train.steps, kNonNegative, "stop after N optimizer steps; 0 = all epochs");
+    v.field("optimizer", c.train.optimizer, {"sgd", "adamw"}, "optimizer");
+    v.field("lr", c.train.lr, RealRule{0.0, 10.0, true}, "learning rate");
+    v.field("momentum", c.train.momentum, RealRule{0.0, 1.0}, "SGD momentum");
+    v.field("weight_decay", c.train.weight_decay, RealRule{0.0, 1.0}, "weight decay");
+    v.field("seed", c.train.seed, kNonNegative, "seed of weights and shuffles");
+    v.field("shuffle", c.train.shuffle, "shuffle the training set every epoch");
+    v.field("log_every", c.train.log_every, kNonNegative, "print progress every N steps");
+    v.field("threads", c.train.threads, IntRule{0, 1024},
+            "compute threads per rank; 0 = node cores / local ranks");
+  });
+  v.section("data", [&] {
+    v.field("dir", c.data.dir, {}, "folder of the Fashion-MNIST gzip IDX files");
+    v.field("train_samples", c.data.train_samples, kNonNegative,
+            "use only the first N training samples; 0 = all");
+    v.field("test_samples", c.data.test_samples, kNonNegative,
+            "use only the first N test samples; 0 = all");
+  });
+  v.section("run", [&] { v.field("dir", c.run.dir, {}, "output directory; empty = none"); });
+}
+
+}  // namespace triax

@@ -1,0 +1,33 @@
+#include "core/log.h"
+
+#include <cstdio>
+#include <mutex>
+
+namespace triax::log {
+namespace {
+
+std::string g_prefix = "[triax]";
+bool g_is_root = true;
+std::mutex g_mutex;
+
+void emit(std::FILE* stream, const char* level, const std::string& message) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  // One fprintf per line so lines from different ranks do not interleave mid-line.
+  std::fprintf(stream, "%s %s%s\n", g_prefix.c_str(), level, message.c_str());
+  std::fflush(stream);
+}
+
+}  // namespace
+
+void set_prefix(const std::string& prefix) { g_prefix = prefix; }
+const std::string& prefix() { return g_prefix; }
+void set_is_root(bool is_root) { g_is_root = is_root; }
+bool is_root() { return g_is_root; }
+
+void info(const std::string& message) {
+  if (g_is_root) emit(stdout, "", message);
+}
+void warn(const std::string& message) { emit(stderr, "warning: ", message); }
+void error(const std::string& message) { emit(stderr, "error: ", message); }
+
+}  // namespace triax::log

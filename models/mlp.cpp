@@ -1,0 +1,25 @@
+#include "models/mlp.h"
+
+#include "core/error.h"
+
+namespace triax {
+
+MlpImpl::MlpImpl(MlpOptions options) : options_(std::move(options)) {
+  std::vector<int64_t> widths{options_.in_features()};
+  widths.insert(widths.end(), options_.hidden().begin(), options_.hidden().end());
+  widths.push_back(options_.out_features());
+  for (size_t i = 0; i + 1 < widths.size(); ++i) {
+    TRIAX_CHECK(widths[i] > 0 && widths[i + 1] > 0, "MLP widths must be positive");
+    layers_.push_back(register_module(str("layer", i), torch::nn::Linear(widths[i], widths[i + 1])));
+  }
+}
+
+torch::Tensor MlpImpl::forward(torch::Tensor x) {
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    x = layers_[i]->forward(x);
+    if (i + 1 < layers_.size()) x = torch::relu(x);
+  }
+  return x;
+}
+
+}  // namespace triax

@@ -1,0 +1,37 @@
+#include "parallel/communicator.h"
+
+#include "core/error.h"
+
+namespace triax {
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kAvg: return "avg";
+    case ReduceOp::kMax: return "max";
+    case ReduceOp::kMin: return "min";
+  }
+  return "unknown";
+}
+
+torch::Tensor Communicator::all_gather(const torch::Tensor& input) {
+  TRIAX_CHECK(input.dim() >= 1, "all_gather needs a tensor of at least one dimension");
+  std::vector<int64_t> shape = input.sizes().vec();
+  shape[0] *= size();
+  torch::Tensor output = torch::empty(shape, input.options());
+  all_gather_async(output, input)->wait();
+  return output;
+}
+
+torch::Tensor Communicator::reduce_scatter(const torch::Tensor& input, ReduceOp op) {
+  TRIAX_CHECK(input.dim() >= 1 && input.size(0) % size() == 0, "reduce_scatter: dim 0 (",
+              input.dim() >= 1 ? input.size(0) : 0, ") must be divisible by the group size ",
+              size());
+  std::vector<int64_t> shape = input.sizes().vec();
+  shape[0] /= size();
+  torch::Tensor output = torch::empty(shape, input.options());
+  reduce_scatter_async(output, input, op)->wait();
+  return output;
+}
+
+}  // namespace triax

@@ -1,0 +1,73 @@
+// defines: triax::ReduceOp, triax::Work, triax::Communicator
+//
+// The one interface every collective in triax goes through, so that MPI (CPU) and NCCL (GPU)
+// backends are interchangeable and c10d's changing C++ surface stays out of the code.
+// Backends implement the non-blocking forms; the blocking forms are those plus wait().
+// Tensors may be non-contiguous and of any common dtype; results are written in place
+// (all_reduce, broadcast, recv) or returned (all_gather, reduce_scatter).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+
+namespace triax {
+
+enum class ReduceOp { kSum, kAvg, kMax, kMin };
+
+/// "sum", "avg", "max", "min".
+const char* reduce_op_name(ReduceOp op);
+
+/// A pending non-blocking operation. Its tensors must not be touched until wait() returns.
+class Work {
+ public:
+  virtual ~Work() = default;
+  /// Blocks until the operation is complete (and its result is in place).
+  virtual void wait() = 0;
+  /// Non-blocking test; true once complete (the result is then in place).
+  virtual bool is_completed() = 0;
+};
+using WorkPtr = std::shared_ptr<Work>;
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// "mpi", "nccl", ...
+  virtual std::string backend() const = 0;
+
+  /// In place: every rank ends with op over all ranks' `tensor`. kAvg needs a floating dtype.
+  virtual WorkPtr all_reduce_async(torch::Tensor tensor, ReduceOp op) = 0;
+  /// Every rank's `input` (same shape everywhere) concatenated along dim 0 in rank order.
+  /// `output` must have shape [size * input.size(0), ...input.shape[1:]].
+  virtual WorkPtr all_gather_async(torch::Tensor output, torch::Tensor input) = 0;
+  /// Reduces `input` over ranks and leaves this rank's chunk of dim 0 in `output`
+  /// (input.size(0) == size * output.size(0)).
+  virtual WorkPtr reduce_scatter_async(torch::Tensor output, torch::Tensor input, ReduceOp op) = 0;
+  /// In place: every rank ends with `root`'s tensor.
+  virtual WorkPtr broadcast_async(torch::Tensor tensor, int root) = 0;
+  virtual WorkPtr isend(torch::Tensor tensor, int dst, int tag = 0) = 0;
+  /// Receives into `tensor` (shape and dtype must match the sender's).
+  virtual WorkPtr irecv(torch::Tensor tensor, int src, int tag = 0) = 0;
+  virtual WorkPtr barrier_async() = 0;
+
+  /// Collective over this communicator: ranks passing the same `color` form a new
+  /// communicator, ranked by `key`. A negative color joins none and returns nullptr.
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
+
+  // Blocking conveniences.
+  void all_reduce(torch::Tensor tensor, ReduceOp op = ReduceOp::kSum) {
+    all_reduce_async(std::move(tensor), op)->wait();
+  }
+  torch::Tensor all_gather(const torch::Tensor& input);
+  torch::Tensor reduce_scatter(const torch::Tensor& input, ReduceOp op = ReduceOp::kSum);
+  void broadcast(torch::Tensor tensor, int root) { broadcast_async(std::move(tensor), root)->wait(); }
+  void send(torch::Tensor tensor, int dst, int tag = 0) { isend(std::move(tensor), dst, tag)->wait(); }
+  void recv(torch::Tensor tensor, int src, int tag = 0) { irecv(std::move(tensor), src, tag)->wait(); }
+  void barrier() { barrier_async()->wait(); }
+};
+
+}  // namespace triax

@@ -1,0 +1,184 @@
+#include "parallel/parallel_layout.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.h"
+
+namespace triax {
+namespace {
+
+const std::vector<std::string> kAxisNames = {"tp", "dp", "pp"};
+
+std::array<Axis, 3> parse_order(const std::string& order) {
+  const std::string valid = "(valid: the axes tp, dp, pp each once, fastest first, joined by '-', "
+                            "e.g. tp-dp-pp)";
+  const std::vector<std::string> parts = split(order, '-');
+  std::array<Axis, 3> axes{};
+  std::vector<std::string> seen;
+  for (const std::string& part : parts) {
+    const auto it = std::find(kAxisNames.begin(), kAxisNames.end(), part);
+    if (it == kAxisNames.end()) {
+      const std::string hint = closest(part, kAxisNames);
+      throw ConfigError(str("parallel.order: '", order, "' has unknown axis '", part, "'",
+                            hint.empty() ? "" : str(" (did you mean '", hint, "'?)"), " ", valid));
+    }
+    if (std::find(seen.begin(), seen.end(), part) != seen.end()) {
+      throw ConfigError(str("parallel.order: '", order, "' repeats axis '", part, "' ", valid));
+    }
+    if (seen.size() < 3) axes[seen.size()] = static_cast<Axis>(it - kAxisNames.begin());
+    seen.push_back(part);
+  }
+  if (seen.size() != 3) {
+    std::vector<std::string> missing;
+    for (const auto& name : kAxisNames) {
+      if (std::find(seen.begin(), seen.end(), name) == seen.end()) missing.push_back(name);
+    }
+    throw ConfigError(str("parallel.order: '", order, "' lacks axis ", join(missing, ", "), " ",
+                          valid));
+  }
+  return axes;
+}
+
+std::string format_group(const std::vector<int>& group) { return str("[", join(group, ","), "]"); }
+
+}  // namespace
+
+const char* axis_name(Axis axis) { return kAxisNames[static_cast<size_t>(axis)].c_str(); }
+
+ParallelLayout ParallelLayout::create(int world_size, int tp, int pp, const std::string& order) {
+  if (world_size < 1) throw ConfigError(str("launch: world size ", world_size, " must be >= 1"));
+  if (tp < 1) throw ConfigError(str("parallel.tensor: ", tp, " is out of range (valid: integers >= 1)"));
+  if (pp < 1) throw ConfigError(str("parallel.pipeline: ", pp, " is out of range (valid: integers >= 1)"));
+  ParallelLayout layout;
+  layout.order_ = parse_order(order);
+  if (world_size % (tp * pp) != 0) {
+    throw ConfigError(str("parallel: world size ", world_size,
+                          " is not divisible by parallel.tensor * parallel.pipeline = ", tp, " * ",
+                          pp, " = ", tp * pp, " (dp = world / (tensor * pipeline) must be whole; "
+                          "launch a multiple of ", tp * pp, " ranks: ", tp * pp, ", ", 2 * tp * pp,
+                          ", ", 3 * tp * pp, ", ...)"));
+  }
+  layout.world_size_ = world_size;
+  layout.sizes_ = {tp, world_size / (tp * pp), pp};
+  return layout;
+}
+
+ParallelLayout ParallelLayout::from_config(const ParallelConfig& config, int world_size) {
+  const auto narrow = [](int64_t value) {
+    return static_cast<int>(std::min<int64_t>(value, 1 << 30));
+  };
+  ParallelLayout layout = create(world_size, narrow(config.tensor), narrow(config.pipeline),
+                                 config.order);
+  if (config.data != 0 && config.data != layout.dp_size()) {
+    throw ConfigError(str("parallel.data: ", config.data, " does not match this launch, where dp = "
+                          "world / (tensor * pipeline) = ", world_size, " / (", config.tensor, " * ",
+                          config.pipeline, ") = ", layout.dp_size(), ". The data-parallel width is "
+                          "chosen at launch, not in the YAML: remove parallel.data (or set it to 0), "
+                          "or launch ", config.data * config.tensor * config.pipeline,
+                          " ranks for dp=", config.data));
+  }
+  return layout;
+}
+
+std::string ParallelLayout::order_string() const {
+  return str(axis_name(order_[0]), "-", axis_name(order_[1]), "-", axis_name(order_[2]));
+}
+
+int ParallelLayout::coordinate(int rank, Axis axis) const {
+  int stride = 1;
+  for (Axis a : order_) {
+    if (a == axis) return (rank / stride) % size(a);
+    stride *= size(a);
+  }
+  return 0;
+}
+
+RankCoord ParallelLayout::coord_of(int rank) const {
+  TRIAX_CHECK(rank >= 0 && rank < world_size_, "rank ", rank, " not in [0, ", world_size_, ")");
+  return RankCoord{coordinate(rank, Axis::kDp), coordinate(rank, Axis::kTp),
+                   coordinate(rank, Axis::kPp)};
+}
+
+int ParallelLayout::rank_of(const RankCoord& coord) const {
+  const std::array<int, 3> value{coord.tp, coord.dp, coord.pp};  // indexed by Axis
+  int rank = 0;
+  int stride = 1;
+  for (Axis a : order_) {
+    const int v = value[static_cast<size_t>(a)];
+    TRIAX_CHECK(v >= 0 && v < size(a), axis_name(a), " coordinate ", v, " out of range");
+    rank += v * stride;
+    stride *= size(a);
+  }
+  return rank;
+}
+
+RankGroups ParallelLayout::groups_where(
+    const std::function<std::array<int, 3>(const RankCoord&)>& key) const {
+  // Ranks ascend, so each group is in ascending rank order and groups appear by lowest rank.
+  std::map<std::array<int, 3>, size_t> index;
+  RankGroups groups;
+  for (int rank = 0; rank < world_size_; ++rank) {
+    const auto k = key(coord_of(rank));
+    const auto it = index.find(k);
+    if (it == index.end()) {
+      index[k] = groups.size();
+      groups.push_back({rank});
+    } else {
+      groups[it->second].push_back(rank);
+    }
+  }
+  return groups;
+}
+
+RankGroups ParallelLayout::groups(Axis axis) const {
+  // Only `axis` varies within a group and the rank grows with it, so a member's position in
+  // its group is its coordinate on `axis`.
+  return groups_where([axis](const RankCoord& c) {
+    return std::array<int, 3>{axis == Axis::kTp ? -1 : c.tp, axis == Axis::kDp ? -1 : c.dp,
+                              axis == Axis::kPp ? -1 : c.pp};
+  });
+}
+
+std::vector<int> ParallelLayout::group_of(Axis axis, int rank) const {
+  for (const auto& group : groups(axis)) {
+    if (std::find(group.begin(), group.end(), rank) != group.end()) return group;
+  }
+  throw Error(str("rank ", rank, " is in no ", axis_name(axis), " group"));
+}
+
+RankGroups ParallelLayout::model_parallel_groups() const {
+  return groups_where([](const RankCoord& c) { return std::array<int, 3>{-1, c.dp, -1}; });
+}
+
+RankGroups ParallelLayout::embedding_groups() const {
+  RankGroups result;
+  for (const auto& pp_group : groups(Axis::kPp)) {
+    if (pp_group.size() == 1) {
+      result.push_back({pp_group.front()});
+    } else {
+      result.push_back({pp_group.front(), pp_group.back()});
+    }
+  }
+  return result;
+}
+
+std::string ParallelLayout::table() const {
+  std::ostringstream out;
+  out << "layout: world " << world_size_ << " = dp " << dp_size() << " x tp " << tp_size()
+      << " x pp " << pp_size() << ", order " << order_string() << " (" << axis_name(order_[0])
+      << " fastest)\n";
+  const auto section = [&](const char* name, const RankGroups& groups) {
+    for (size_t i = 0; i < groups.size(); ++i) {
+      out << "  " << name << " group " << i << ": " << format_group(groups[i]) << "\n";
+    }
+  };
+  section("tp", groups(Axis::kTp));
+  section("dp", groups(Axis::kDp));
+  section("pp", groups(Axis::kPp));
+  section("model-parallel", model_parallel_groups());
+  section("embedding", embedding_groups());
+  return out.str();
+}
+
+}  // namespace triax

@@ -1,0 +1,80 @@
+// defines: triax::Axis, triax::RankCoord, triax::ParallelLayout
+//
+// Pure layout arithmetic: which (dp, tp, pp) coordinate each rank has and which ranks form each
+// group. No communication, so it is tested on its own for any world size and order.
+//
+// The order string lists axes fastest-varying first. With Megatron's default "tp-dp-pp":
+//   rank = tp + TP * (dp + DP * pp)
+// so adjacent ranks share a TP group (same node, fastest links) and PP groups stride across
+// nodes. For world 16, tp 2, pp 4: TP groups [0,1],[2,3],..., DP groups [0,2],[1,3],[4,6],...,
+// PP groups [0,4,8,12],[1,5,9,13],...
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+
+namespace triax {
+
+enum class Axis { kTp = 0, kDp = 1, kPp = 2 };
+
+/// "tp", "dp", "pp".
+const char* axis_name(Axis axis);
+
+struct RankCoord {
+  int dp = 0;
+  int tp = 0;
+  int pp = 0;
+  bool operator==(const RankCoord& other) const {
+    return dp == other.dp && tp == other.tp && pp == other.pp;
+  }
+};
+
+using RankGroups = std::vector<std::vector<int>>;
+
+class ParallelLayout {
+ public:
+  /// Throws ConfigError (naming parallel.tensor / parallel.pipeline / parallel.order) when the
+  /// world does not factor: world % (tp * pp) != 0, a size < 1, or a bad order string.
+  static ParallelLayout create(int world_size, int tp, int pp, const std::string& order = "tp-dp-pp");
+  /// The same from the YAML section; also checks parallel.data against the launch's dp.
+  static ParallelLayout from_config(const ParallelConfig& config, int world_size);
+
+  int world_size() const { return world_size_; }
+  int tp_size() const { return sizes_[0]; }
+  int dp_size() const { return sizes_[1]; }
+  int pp_size() const { return sizes_[2]; }
+  int size(Axis axis) const { return sizes_[static_cast<int>(axis)]; }
+  /// Fastest-varying axis first.
+  const std::array<Axis, 3>& order() const { return order_; }
+  std::string order_string() const;
+
+  RankCoord coord_of(int rank) const;
+  int rank_of(const RankCoord& coord) const;
+
+  /// Every group along `axis` (ranks that differ only in that coordinate), each in ascending
+  /// order of the axis coordinate, groups ordered by their lowest rank.
+  RankGroups groups(Axis axis) const;
+  /// The group along `axis` that holds `rank`.
+  std::vector<int> group_of(Axis axis, int rank) const;
+  /// Ranks that hold one full model replica (same dp coordinate): tp x pp.
+  RankGroups model_parallel_groups() const;
+  /// Per PP group: its first and last stage (they share the tied embedding). One rank when pp=1.
+  RankGroups embedding_groups() const;
+
+  /// Human-readable table: a header and one line per group.
+  std::string table() const;
+
+ private:
+  ParallelLayout() = default;
+  int coordinate(int rank, Axis axis) const;
+  RankGroups groups_where(const std::function<std::array<int, 3>(const RankCoord&)>& key) const;
+
+  int world_size_ = 1;
+  std::array<int, 3> sizes_{1, 1, 1};  // indexed by Axis
+  std::array<Axis, 3> order_{Axis::kTp, Axis::kDp, Axis::kPp};
+};
+
+}  // namespace triax

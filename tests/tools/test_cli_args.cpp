@@ -1,0 +1,28 @@
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "tools/cli_args.h"
+
+using Catch::Contains;
+using triax::parse_cli_args;
+
+TEST_CASE("train with overrides", "[cli]") {
+  const auto args = parse_cli_args({"train", "c.yaml", "--set", "train.lr=0.1", "--set=a.b=2"});
+  CHECK(args.command == "train");
+  CHECK(args.config_path == "c.yaml");
+  CHECK(args.overrides == std::vector<std::string>{"train.lr=0.1", "a.b=2"});
+}
+
+TEST_CASE("help and mistakes", "[cli]") {
+  CHECK(parse_cli_args({}).command == "help");
+  CHECK(parse_cli_args({"--help"}).command == "help");
+  CHECK_THAT(triax::usage(), Contains("train CONFIG") && Contains("config CONFIG"));
+  CHECK_THROWS_WITH(parse_cli_args({"trian", "c.yaml"}), Contains("did you mean 'train'?"));
+  CHECK_THROWS_WITH(parse_cli_args({"train", "c.yaml", "--sett", "x=1"}),
+                    Contains("unknown option '--sett' (did you mean '--set'?)"));
+  CHECK_THROWS_WITH(parse_cli_args({"train"}), Contains("needs a CONFIG file"));
+  CHECK_THROWS_WITH(parse_cli_args({"train", "c.yaml", "--set"}), Contains("--set needs a value"));
+  CHECK_THROWS_WITH(parse_cli_args({"config", "c.yaml", "--world", "x"}),
+                    Contains("not a positive integer"));
+  CHECK(parse_cli_args({"config", "--describe"}).describe);
+}

@@ -1,0 +1,162 @@
+#include "tools/mlp_trainer.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "core/distributed_sampler.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "parallel/data_parallel.h"
+
+namespace triax {
+namespace {
+
+constexpr int64_t kImagePixels = 28 * 28;
+constexpr int64_t kClasses = 10;
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& train, Mlp& model) {
+  if (train.optimizer == "adamw") {
+    return std::make_unique<torch::optim::AdamW>(
+        model->parameters(), torch::optim::AdamWOptions(train.lr).weight_decay(train.weight_decay));
+  }
+  return std::make_unique<torch::optim::SGD>(
+      model->parameters(),
+      torch::optim::SGDOptions(train.lr).momentum(train.momentum).weight_decay(train.weight_decay));
+}
+
+}  // namespace
+
+void check_mlp_layout(const Config& config) {
+  if (config.parallel.tensor != 1) {
+    throw ConfigError(str("parallel.tensor: ", config.parallel.tensor, " is not supported by "
+                          "model.arch=mlp (valid: 1; the MLP is data-parallel only)"));
+  }
+  if (config.parallel.pipeline != 1) {
+    throw ConfigError(str("parallel.pipeline: ", config.parallel.pipeline, " is not supported by "
+                          "model.arch=mlp (valid: 1; the MLP is data-parallel only)"));
+  }
+}
+
+MlpTrainer::MlpTrainer(const Config& config, ParallelContext& context)
+    : config_(config),
+      context_(context),
+      plan_(BatchPlan::create(config.train, context.dp_size())) {
+  check_mlp_layout(config_);
+  train_data_ = load_fashion_mnist(config_.data.dir, "train", config_.data.train_samples);
+  test_data_ = load_fashion_mnist(config_.data.dir, "t10k", config_.data.test_samples);
+  steps_per_epoch_ = train_data_.size() / plan_.global_batch;
+  if (steps_per_epoch_ == 0) {
+    throw ConfigError(str("train.global_batch: ", plan_.global_batch, " is larger than the ",
+                          train_data_.size(), " training samples (data.train_samples=",
+                          config_.data.train_samples, "); valid: at most ", train_data_.size()));
+  }
+  torch::manual_seed(static_cast<uint64_t>(config_.train.seed));
+  model_ = Mlp(MlpOptions(kImagePixels, config_.model.mlp_hidden, kClasses));
+  broadcast_parameters(*model_, context_.dp());
+  optimizer_ = make_optimizer(config_.train, model_);
+}
+
+double MlpTrainer::train_step(const std::vector<int64_t>& rank_indices, int64_t step_in_epoch) {
+  optimizer_->zero_grad();
+  const int64_t first = step_in_epoch * plan_.local_batch;
+  double loss_sum = 0;
+  for (int64_t m = 0; m < plan_.num_microbatches; ++m) {
+    const auto begin = rank_indices.begin() + first + m * plan_.micro_batch;
+    const torch::Tensor index =
+        torch::tensor(std::vector<int64_t>(begin, begin + plan_.micro_batch), torch::kLong);
+    const torch::Tensor logits = model_->forward(train_data_.images(index));
+    // Sum over the micro-batch / local batch: the accumulated gradient is this rank's mean.
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(
+                                   logits, train_data_.labels.index_select(0, index),
+                                   torch::nn::functional::CrossEntropyFuncOptions().reduction(
+                                       torch::kSum)) /
+                               static_cast<double>(plan_.local_batch);
+    loss.backward();
+    loss_sum += loss.item<double>();
+  }
+  average_gradients(model_->parameters(), context_.dp());
+  optimizer_->step();
+  // The step's loss over the global batch: the mean of the ranks' local means.
+  torch::Tensor global_loss = torch::tensor({loss_sum}, torch::kDouble);
+  context_.dp().all_reduce(global_loss, ReduceOp::kAvg);
+  return global_loss.item<double>();
+}
+
+TrainResult MlpTrainer::train() {
+  const TrainConfig& train = config_.train;
+  const int64_t total_steps = train.steps > 0 ? std::min(train.steps, train.epochs * steps_per_epoch_)
+                                              : train.epochs * steps_per_epoch_;
+  log::info(str("training: ", plan_.describe(), "; ", steps_per_epoch_, " steps per epoch over ",
+                train_data_.size(), " samples; ", total_steps, " steps"));
+  DistributedSampler sampler(DistributedSamplerOptions{train_data_.size(), context_.dp_size(),
+                                                       context_.dp_rank(), train.shuffle,
+                                                       train.seed, false});
+  TrainResult result;
+  model_->train();
+  const auto start = Clock::now();
+  auto interval_start = start;
+  int64_t interval_steps = 0;
+  for (int64_t step = 0; step < total_steps;) {
+    const int64_t epoch = step / steps_per_epoch_;
+    sampler.set_epoch(epoch);
+    const std::vector<int64_t> indices = sampler.indices();
+    for (int64_t s = step % steps_per_epoch_; s < steps_per_epoch_ && step < total_steps; ++s) {
+      result.step_losses.push_back(train_step(indices, s));
+      ++step;
+      ++interval_steps;
+      if (train.log_every > 0 && (step % train.log_every == 0 || step == total_steps)) {
+        const double rate = interval_steps * plan_.global_batch / seconds_since(interval_start);
+        char line[160];
+        std::snprintf(line, sizeof(line), "epoch %lld/%lld step %lld/%lld loss %.4f samples/s %.0f",
+                      static_cast<long long>(epoch + 1), static_cast<long long>(train.epochs),
+                      static_cast<long long>(step), static_cast<long long>(total_steps),
+                      result.step_losses.back(), rate);
+        log::info(line);
+        interval_start = Clock::now();
+        interval_steps = 0;
+      }
+    }
+  }
+  result.steps = total_steps;
+  result.train_seconds = seconds_since(start);
+  result.samples_per_second =
+      result.train_seconds > 0 ? total_steps * plan_.global_batch / result.train_seconds : 0;
+  result.test_accuracy = evaluate(&result.test_samples);
+  char line[200];
+  std::snprintf(line, sizeof(line),
+                "done: %lld steps in %.2f s, %.0f samples/s (dp=%d); test accuracy %.2f%% on %lld "
+                "samples",
+                static_cast<long long>(result.steps), result.train_seconds,
+                result.samples_per_second, context_.dp_size(), 100.0 * result.test_accuracy,
+                static_cast<long long>(result.test_samples));
+  log::info(line);
+  return result;
+}
+
+double MlpTrainer::evaluate(int64_t* samples_out) {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  // Rank r scores samples r, r + dp, ...: disjoint shards covering the split exactly once.
+  const int64_t n = test_data_.size();
+  const torch::Tensor mine = torch::arange(context_.dp_rank(), n, context_.dp_size(), torch::kLong);
+  double correct = 0;
+  constexpr int64_t kEvalBatch = 1000;
+  for (int64_t start = 0; start < mine.size(0); start += kEvalBatch) {
+    const torch::Tensor index = mine.slice(0, start, std::min(start + kEvalBatch, mine.size(0)));
+    const torch::Tensor predicted = model_->forward(test_data_.images(index)).argmax(1);
+    correct += predicted.eq(test_data_.labels.index_select(0, index)).sum().item<double>();
+  }
+  torch::Tensor counts = torch::tensor({correct, static_cast<double>(mine.size(0))}, torch::kDouble);
+  context_.dp().all_reduce(counts, ReduceOp::kSum);
+  model_->train();
+  if (samples_out != nullptr) *samples_out = static_cast<int64_t>(counts[1].item<double>());
+  return counts[0].item<double>() / counts[1].item<double>();
+}
+
+}  // namespace triax
