@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -209,6 +211,16 @@ class YamlReader : public ConfigVisitor {
   std::vector<std::string> errors_;
 };
 
+// The shortest decimal text that reads back as exactly `value` (0.05, not 0.050000000000000003).
+std::string shortest(double value) {
+  char text[32];
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof(text), "%.*g", digits, value);
+    if (std::strtod(text, nullptr) == value) break;
+  }
+  return text;
+}
+
 // Emits the resolved configuration.
 class YamlWriter : public ConfigVisitor {
  public:
@@ -226,7 +238,7 @@ class YamlWriter : public ConfigVisitor {
     out_ << YAML::Key << key << YAML::Value << value;
   }
   void field(const std::string& key, double& value, RealRule, const char*) override {
-    out_ << YAML::Key << key << YAML::Value << value;
+    out_ << YAML::Key << key << YAML::Value << shortest(value);
   }
   void field(const std::string& key, bool& value, const char*) override {
     out_ << YAML::Key << key << YAML::Value << value;

@@ -68,6 +68,13 @@ torch::Tensor FashionMnist::images(const torch::Tensor& index) const {
   return (pixels.index_select(0, index).to(torch::kFloat32) / 255.0 - kPixelMean) / kPixelStd;
 }
 
+void check_fashion_mnist_files(const std::string& dir) {
+  for (const char* split : {"train", "t10k"}) {
+    IdxReader images(str(dir, "/", split, "-images-idx3-ubyte.gz"), dir);
+    IdxReader labels(str(dir, "/", split, "-labels-idx1-ubyte.gz"), dir);
+  }
+}
+
 FashionMnist load_fashion_mnist(const std::string& dir, const std::string& split,
                                 int64_t max_samples) {
   TRIAX_CHECK(split == "train" || split == "t10k", "unknown split '", split, "'");

@@ -22,6 +22,10 @@ struct FashionMnist {
   torch::Tensor images(const torch::Tensor& index) const;
 };
 
+/// Throws the same ConfigError as load_fashion_mnist when a file of either split is missing; cheap
+/// enough to run on every rank before any communication exists.
+void check_fashion_mnist_files(const std::string& dir);
+
 /// Loads the "train" (60000) or "t10k" (10000) split from `dir`, keeping the first `max_samples`
 /// (0 = all). Throws ConfigError naming the missing file and how to install it.
 FashionMnist load_fashion_mnist(const std::string& dir, const std::string& split,

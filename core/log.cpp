@@ -12,8 +12,15 @@ std::mutex g_mutex;
 
 void emit(std::FILE* stream, const char* level, const std::string& message) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  // One fprintf per line so lines from different ranks do not interleave mid-line.
-  std::fprintf(stream, "%s %s%s\n", g_prefix.c_str(), level, message.c_str());
+  // Every line gets the prefix (output of many ranks interleaves line by line), and each line
+  // is one fprintf so that lines from different ranks do not interleave mid-line.
+  std::size_t start = 0;
+  do {
+    const std::size_t end = message.find('\n', start);
+    const std::string line = message.substr(start, end == std::string::npos ? end : end - start);
+    std::fprintf(stream, "%s %s%s\n", g_prefix.c_str(), level, line.c_str());
+    start = end == std::string::npos ? end : end + 1;
+  } while (start != std::string::npos && start < message.size());
   std::fflush(stream);
 }
 

@@ -12,6 +12,7 @@
 #include "core/batch_plan.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/fashion_mnist.h"
 #include "core/launch_env.h"
 #include "core/log.h"
 #include "parallel/mpi_communicator.h"
@@ -61,6 +62,7 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     layout = ParallelLayout::from_config(config.parallel, launch.world_size);
     check_mlp_layout(config);
     BatchPlan::create(config.train, layout.dp_size());
+    check_fashion_mnist_files(config.data.dir);
   } catch (const ConfigError& e) {
     log::error(e.what());
     return kExitUsage;
