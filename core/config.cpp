@@ -78,8 +78,9 @@ class YamlReader : public ConfigVisitor {
     const YAML::Node node = child(key);
     if (!node.IsDefined()) return;
     int64_t parsed = 0;
-    if (!as_scalar(node, parsed)) return fail(key, str(show(node), " is not an integer (valid: ",
-                                                         describe_int_rule(rule), ")"));
+    if (!as_scalar(node, parsed))
+      return fail(key,
+                  str(show(node), " is not an integer (valid: ", describe_int_rule(rule), ")"));
     if (parsed < rule.min || parsed > rule.max) {
       return fail(key, str(parsed, " is out of range (valid: ", describe_int_rule(rule), ")"));
     }
@@ -136,7 +137,8 @@ class YamlReader : public ConfigVisitor {
     note_key(key);
     const YAML::Node node = child(key);
     if (!node.IsDefined()) return;
-    const std::string valid = str("(valid: a list of ", describe_int_rule(rule), ", e.g. [256, 128])");
+    const std::string valid =
+        str("(valid: a list of ", describe_int_rule(rule), ", e.g. [256, 128])");
     if (!node.IsSequence()) return fail(key, str(show(node), " is not a list ", valid));
     std::vector<int64_t> parsed;
     for (const YAML::Node& item : node) {
@@ -182,8 +184,7 @@ class YamlReader : public ConfigVisitor {
 
   void fail(const std::string& key, const std::string& problem) {
     const std::string full = path_.empty() || key == path_string() ? key : path_string(key);
-    errors_.push_back(
-        str(full, ": ", problem, overridden_.count(full) ? " (from --set)" : ""));
+    errors_.push_back(str(full, ": ", problem, overridden_.count(full) ? " (from --set)" : ""));
   }
 
   void check_unknown_keys() {
@@ -195,10 +196,10 @@ class YamlReader : public ConfigVisitor {
       if (seen_.back().count(key)) continue;
       const std::string hint = closest(key, valid);
       const std::string full = path_string(key);
-      errors_.push_back(str(full, ": unknown key", overridden_.count(full) ? " (from --set)" : "",
-                            " (", hint.empty() ? "" : str("did you mean '", path_string(hint), "'? "),
-                            "valid keys", path_.empty() ? "" : str(" under ", path_string()), ": ",
-                            join(valid, ", "), ")"));
+      errors_.push_back(
+          str(full, ": unknown key", overridden_.count(full) ? " (from --set)" : "", " (",
+              hint.empty() ? "" : str("did you mean '", path_string(hint), "'? "), "valid keys",
+              path_.empty() ? "" : str(" under ", path_string()), ": ", join(valid, ", "), ")"));
     }
   }
 
@@ -296,11 +297,11 @@ std::string apply_override(YAML::Node& root, const std::string& assignment) {
   const auto eq = assignment.find('=');
   const std::string key = assignment.substr(0, eq);
   const std::vector<std::string> parts = split(key, '.');
-  const bool empty_part = std::any_of(parts.begin(), parts.end(),
-                                      [](const std::string& p) { return p.empty(); });
+  const bool empty_part =
+      std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); });
   if (eq == std::string::npos || empty_part) {
-    throw ConfigError(str("--set '", assignment,
-                          "': expected section.key=value (e.g. --set train.lr=0.01)"));
+    throw ConfigError(
+        str("--set '", assignment, "': expected section.key=value (e.g. --set train.lr=0.01)"));
   }
   YAML::Node value;
   try {
@@ -310,12 +311,14 @@ std::string apply_override(YAML::Node& root, const std::string& assignment) {
   }
   YAML::Node node = root;
   for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-    if (!node[parts[i]] || node[parts[i]].IsNull()) node[parts[i]] = YAML::Node(YAML::NodeType::Map);
+    if (!node[parts[i]] || node[parts[i]].IsNull())
+      node[parts[i]] = YAML::Node(YAML::NodeType::Map);
     const YAML::Node next = node[parts[i]];  // constructed, so it binds (operator= would copy)
     if (!next.IsMap()) {
-      throw ConfigError(str("--set '", assignment, "': ",
-                            join(std::vector<std::string>(parts.begin(), parts.begin() + i + 1), "."),
-                            " is a value, not a section"));
+      throw ConfigError(
+          str("--set '", assignment,
+              "': ", join(std::vector<std::string>(parts.begin(), parts.begin() + i + 1), "."),
+              " is a value, not a section"));
     }
     node.reset(next);
   }
@@ -327,11 +330,13 @@ Config parse_tree(YAML::Node root, const std::vector<std::string>& overrides,
                   const std::string& origin) {
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) {
-    throw ConfigError(str(origin, ": the top level must be a mapping of sections (model, parallel, "
+    throw ConfigError(str(origin,
+                          ": the top level must be a mapping of sections (model, parallel, "
                           "train, data, run)"));
   }
   std::set<std::string> overridden;
-  for (const std::string& assignment : overrides) overridden.insert(apply_override(root, assignment));
+  for (const std::string& assignment : overrides)
+    overridden.insert(apply_override(root, assignment));
 
   Config config;
   YamlReader reader(root, overridden);
@@ -351,8 +356,8 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
   try {
     root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
-    throw ConfigError(str(origin, ":", e.mark.line + 1, ":", e.mark.column + 1,
-                          ": not valid YAML: ", e.msg));
+    throw ConfigError(
+        str(origin, ":", e.mark.line + 1, ":", e.mark.column + 1, ": not valid YAML: ", e.msg));
   }
   return parse_tree(root, overrides, origin);
 }

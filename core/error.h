@@ -29,9 +29,9 @@ class ConfigError : public Error {
 }  // namespace triax
 
 /// TRIAX_CHECK(cond, parts...): throws triax::Error "file:line: check `cond` failed: parts...".
-#define TRIAX_CHECK(cond, ...)                                                    \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
+#define TRIAX_CHECK(cond, ...)                                                            \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
       ::triax::throw_check_failure(__FILE__, __LINE__, #cond, ::triax::str(__VA_ARGS__)); \
-    }                                                                             \
+    }                                                                                     \
   } while (false)

@@ -14,7 +14,8 @@
 namespace triax {
 
 struct FashionMnist {
-  torch::Tensor pixels;  ///< [N, 784] uint8, kept compact (8 ranks x 60000 images as float is 1.5 GB)
+  torch::Tensor
+      pixels;  ///< [N, 784] uint8, kept compact (8 ranks x 60000 images as float is 1.5 GB)
   torch::Tensor labels;  ///< [N] int64 in [0, 10)
   int64_t size() const { return labels.size(0); }
   /// The images at `index` ([B] int64) as float32 [B, 784], normalised with the training set's

@@ -9,7 +9,9 @@ extern char** environ;
 namespace triax {
 namespace {
 
-bool has(const EnvMap& env, const std::string& key) { return env.count(key) != 0; }
+bool has(const EnvMap& env, const std::string& key) {
+  return env.count(key) != 0;
+}
 
 int int_var(const EnvMap& env, const std::string& key, int fallback, int min_value) {
   const auto it = env.find(key);
@@ -52,11 +54,16 @@ void check_rank_in_world(const LaunchEnv& launch, const char* rank_var, const ch
 
 const char* launcher_name(Launcher launcher) {
   switch (launcher) {
-    case Launcher::kSingle: return "single";
-    case Launcher::kHydra: return "mpirun";
-    case Launcher::kSrun: return "srun";
-    case Launcher::kTorchrun: return "torchrun";
-    case Launcher::kEnv: return "env";
+    case Launcher::kSingle:
+      return "single";
+    case Launcher::kHydra:
+      return "mpirun";
+    case Launcher::kSrun:
+      return "srun";
+    case Launcher::kTorchrun:
+      return "torchrun";
+    case Launcher::kEnv:
+      return "env";
   }
   return "unknown";
 }

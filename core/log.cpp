@@ -26,15 +26,27 @@ void emit(std::FILE* stream, const char* level, const std::string& message) {
 
 }  // namespace
 
-void set_prefix(const std::string& prefix) { g_prefix = prefix; }
-const std::string& prefix() { return g_prefix; }
-void set_is_root(bool is_root) { g_is_root = is_root; }
-bool is_root() { return g_is_root; }
+void set_prefix(const std::string& prefix) {
+  g_prefix = prefix;
+}
+const std::string& prefix() {
+  return g_prefix;
+}
+void set_is_root(bool is_root) {
+  g_is_root = is_root;
+}
+bool is_root() {
+  return g_is_root;
+}
 
 void info(const std::string& message) {
   if (g_is_root) emit(stdout, "", message);
 }
-void warn(const std::string& message) { emit(stderr, "warning: ", message); }
-void error(const std::string& message) { emit(stderr, "error: ", message); }
+void warn(const std::string& message) {
+  emit(stderr, "warning: ", message);
+}
+void error(const std::string& message) {
+  emit(stderr, "error: ", message);
+}
 
 }  // namespace triax::log

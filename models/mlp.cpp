@@ -10,7 +10,8 @@ MlpImpl::MlpImpl(MlpOptions options) : options_(std::move(options)) {
   widths.push_back(options_.out_features());
   for (size_t i = 0; i + 1 < widths.size(); ++i) {
     TRIAX_CHECK(widths[i] > 0 && widths[i + 1] > 0, "MLP widths must be positive");
-    layers_.push_back(register_module(str("layer", i), torch::nn::Linear(widths[i], widths[i + 1])));
+    layers_.push_back(
+        register_module(str("layer", i), torch::nn::Linear(widths[i], widths[i + 1])));
   }
 }
 

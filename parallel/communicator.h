@@ -64,9 +64,15 @@ class Communicator {
   }
   torch::Tensor all_gather(const torch::Tensor& input);
   torch::Tensor reduce_scatter(const torch::Tensor& input, ReduceOp op = ReduceOp::kSum);
-  void broadcast(torch::Tensor tensor, int root) { broadcast_async(std::move(tensor), root)->wait(); }
-  void send(torch::Tensor tensor, int dst, int tag = 0) { isend(std::move(tensor), dst, tag)->wait(); }
-  void recv(torch::Tensor tensor, int src, int tag = 0) { irecv(std::move(tensor), src, tag)->wait(); }
+  void broadcast(torch::Tensor tensor, int root) {
+    broadcast_async(std::move(tensor), root)->wait();
+  }
+  void send(torch::Tensor tensor, int dst, int tag = 0) {
+    isend(std::move(tensor), dst, tag)->wait();
+  }
+  void recv(torch::Tensor tensor, int src, int tag = 0) {
+    irecv(std::move(tensor), src, tag)->wait();
+  }
   void barrier() { barrier_async()->wait(); }
 };
 

@@ -5,7 +5,8 @@ namespace triax {
 void broadcast_parameters(torch::nn::Module& module, Communicator& dp, int root) {
   torch::NoGradGuard no_grad;
   std::vector<WorkPtr> pending;
-  for (auto& parameter : module.parameters()) pending.push_back(dp.broadcast_async(parameter, root));
+  for (auto& parameter : module.parameters())
+    pending.push_back(dp.broadcast_async(parameter, root));
   for (auto& buffer : module.buffers()) pending.push_back(dp.broadcast_async(buffer, root));
   for (auto& work : pending) work->wait();
 }

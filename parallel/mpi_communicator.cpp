@@ -21,26 +21,39 @@ bool reduced_in_fp32(torch::ScalarType type) {
 
 MPI_Datatype mpi_type(torch::ScalarType type) {
   switch (type) {
-    case torch::kFloat: return MPI_FLOAT;
-    case torch::kDouble: return MPI_DOUBLE;
-    case torch::kInt: return MPI_INT32_T;
-    case torch::kLong: return MPI_INT64_T;
-    case torch::kShort: return MPI_INT16_T;
-    case torch::kChar: return MPI_INT8_T;
-    case torch::kByte: return MPI_UINT8_T;
-    case torch::kBool: return MPI_C_BOOL;
+    case torch::kFloat:
+      return MPI_FLOAT;
+    case torch::kDouble:
+      return MPI_DOUBLE;
+    case torch::kInt:
+      return MPI_INT32_T;
+    case torch::kLong:
+      return MPI_INT64_T;
+    case torch::kShort:
+      return MPI_INT16_T;
+    case torch::kChar:
+      return MPI_INT8_T;
+    case torch::kByte:
+      return MPI_UINT8_T;
+    case torch::kBool:
+      return MPI_C_BOOL;
     case torch::kHalf:
-    case torch::kBFloat16: return MPI_UINT16_T;  // moved as raw 16-bit words, never reduced
-    default: throw Error(str("MpiCommunicator: unsupported dtype ", c10::toString(type)));
+    case torch::kBFloat16:
+      return MPI_UINT16_T;  // moved as raw 16-bit words, never reduced
+    default:
+      throw Error(str("MpiCommunicator: unsupported dtype ", c10::toString(type)));
   }
 }
 
 MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg: return MPI_SUM;
-    case ReduceOp::kMax: return MPI_MAX;
-    case ReduceOp::kMin: return MPI_MIN;
+    case ReduceOp::kAvg:
+      return MPI_SUM;
+    case ReduceOp::kMax:
+      return MPI_MAX;
+    case ReduceOp::kMin:
+      return MPI_MIN;
   }
   return MPI_SUM;
 }
@@ -63,7 +76,9 @@ torch::Tensor reduce_buffer(const torch::Tensor& tensor) {
                                                : tensor.contiguous();
 }
 
-char* byte_ptr(const torch::Tensor& t) { return static_cast<char*>(t.data_ptr()); }
+char* byte_ptr(const torch::Tensor& t) {
+  return static_cast<char*>(t.data_ptr());
+}
 
 int as_count(int64_t count, const char* what) {
   TRIAX_CHECK(count <= INT_MAX, what, ": ", count, " elements per rank exceed MPI's int count");
@@ -236,7 +251,8 @@ WorkPtr MpiCommunicator::isend(torch::Tensor tensor, int dst, int tag) {
   const int64_t element = buffer.element_size();
   // Chunks of one message keep their order: MPI does not overtake on the same (peer, tag, comm).
   auto requests = post_chunked(buffer.numel(), [&](int64_t offset, int count, MPI_Request* req) {
-    TRIAX_MPI_CHECK(MPI_Isend(byte_ptr(buffer) + offset * element, count, type, dst, tag, comm_, req));
+    TRIAX_MPI_CHECK(
+        MPI_Isend(byte_ptr(buffer) + offset * element, count, type, dst, tag, comm_, req));
   });
   return std::make_shared<MpiWork>(std::move(requests), [buffer]() {});
 }
@@ -248,7 +264,8 @@ WorkPtr MpiCommunicator::irecv(torch::Tensor tensor, int src, int tag) {
   const MPI_Datatype type = mpi_type(buffer.scalar_type());
   const int64_t element = buffer.element_size();
   auto requests = post_chunked(buffer.numel(), [&](int64_t offset, int count, MPI_Request* req) {
-    TRIAX_MPI_CHECK(MPI_Irecv(byte_ptr(buffer) + offset * element, count, type, src, tag, comm_, req));
+    TRIAX_MPI_CHECK(
+        MPI_Irecv(byte_ptr(buffer) + offset * element, count, type, src, tag, comm_, req));
   });
   return std::make_shared<MpiWork>(std::move(requests), [buffer, tensor]() mutable {
     if (!buffer.is_same(tensor)) tensor.copy_(buffer);

@@ -16,19 +16,25 @@ std::string launch_mismatch(const LaunchEnv& launch, int mpi_rank, int mpi_size)
                                launch.rank, " of ", n, ", but MPI formed a world of ", mpi_size);
   switch (launch.launcher) {
     case Launcher::kTorchrun:
-      return str(seen, ": MPICH cannot join torchrun's processes into one world. Launch with `mpirun -np ",
-                 n, " triax ...`, or under Slurm `srun --mpi=pmi2 -n ", n, " triax ...`.");
+      return str(
+          seen, ": MPICH cannot join torchrun's processes into one world. Launch with `mpirun -np ",
+          n, " triax ...`, or under Slurm `srun --mpi=pmi2 -n ", n, " triax ...`.");
     case Launcher::kSrun:
-      return str(seen, ": the job step has no PMI that MPICH understands (Debian's MPICH has no "
-                 "PMIx). Launch with `srun --mpi=pmi2 ...`, or `mpirun -np ", n, " triax ...`.");
+      return str(seen,
+                 ": the job step has no PMI that MPICH understands (Debian's MPICH has no "
+                 "PMIx). Launch with `srun --mpi=pmi2 ...`, or `mpirun -np ",
+                 n, " triax ...`.");
     case Launcher::kEnv:
-      return str(seen, ": RANK/WORLD_SIZE were set by hand, but the MPI backend needs an MPI "
-                 "launcher. Launch with `mpirun -np ", n, " triax ...`, or unset RANK and WORLD_SIZE.");
+      return str(seen,
+                 ": RANK/WORLD_SIZE were set by hand, but the MPI backend needs an MPI "
+                 "launcher. Launch with `mpirun -np ",
+                 n, " triax ...`, or unset RANK and WORLD_SIZE.");
     case Launcher::kHydra:
     case Launcher::kSingle:
       break;
   }
-  return str(seen, ": launch with `mpirun -np N triax ...` using the same MPI that triax was built "
+  return str(seen,
+             ": launch with `mpirun -np N triax ...` using the same MPI that triax was built "
              "with (MPICH).");
 }
 

@@ -22,8 +22,8 @@ int color_of(const RankGroups& groups, int rank) {
 ParallelContext::ParallelContext(std::shared_ptr<Communicator> world, ParallelLayout layout)
     : world_(std::move(world)), layout_(std::move(layout)) {
   TRIAX_CHECK(world_ != nullptr, "ParallelContext needs a world communicator");
-  TRIAX_CHECK(world_->size() == layout_.world_size(), "the world communicator has ",
-              world_->size(), " ranks but the layout is for ", layout_.world_size());
+  TRIAX_CHECK(world_->size() == layout_.world_size(), "the world communicator has ", world_->size(),
+              " ranks but the layout is for ", layout_.world_size());
   const int r = world_->rank();
   coord_ = layout_.coord_of(r);
   // Key = global rank: within every group, ranks ascend with the group's own coordinate, so the

@@ -11,8 +11,9 @@ namespace {
 const std::vector<std::string> kAxisNames = {"tp", "dp", "pp"};
 
 std::array<Axis, 3> parse_order(const std::string& order) {
-  const std::string valid = "(valid: the axes tp, dp, pp each once, fastest first, joined by '-', "
-                            "e.g. tp-dp-pp)";
+  const std::string valid =
+      "(valid: the axes tp, dp, pp each once, fastest first, joined by '-', "
+      "e.g. tp-dp-pp)";
   const std::vector<std::string> parts = split(order, '-');
   std::array<Axis, 3> axes{};
   std::vector<std::string> seen;
@@ -34,30 +35,38 @@ std::array<Axis, 3> parse_order(const std::string& order) {
     for (const auto& name : kAxisNames) {
       if (std::find(seen.begin(), seen.end(), name) == seen.end()) missing.push_back(name);
     }
-    throw ConfigError(str("parallel.order: '", order, "' lacks axis ", join(missing, ", "), " ",
-                          valid));
+    throw ConfigError(
+        str("parallel.order: '", order, "' lacks axis ", join(missing, ", "), " ", valid));
   }
   return axes;
 }
 
-std::string format_group(const std::vector<int>& group) { return str("[", join(group, ","), "]"); }
+std::string format_group(const std::vector<int>& group) {
+  return str("[", join(group, ","), "]");
+}
 
 }  // namespace
 
-const char* axis_name(Axis axis) { return kAxisNames[static_cast<size_t>(axis)].c_str(); }
+const char* axis_name(Axis axis) {
+  return kAxisNames[static_cast<size_t>(axis)].c_str();
+}
 
 ParallelLayout ParallelLayout::create(int world_size, int tp, int pp, const std::string& order) {
   if (world_size < 1) throw ConfigError(str("launch: world size ", world_size, " must be >= 1"));
-  if (tp < 1) throw ConfigError(str("parallel.tensor: ", tp, " is out of range (valid: integers >= 1)"));
-  if (pp < 1) throw ConfigError(str("parallel.pipeline: ", pp, " is out of range (valid: integers >= 1)"));
+  if (tp < 1)
+    throw ConfigError(str("parallel.tensor: ", tp, " is out of range (valid: integers >= 1)"));
+  if (pp < 1)
+    throw ConfigError(str("parallel.pipeline: ", pp, " is out of range (valid: integers >= 1)"));
   ParallelLayout layout;
   layout.order_ = parse_order(order);
   if (world_size % (tp * pp) != 0) {
     throw ConfigError(str("parallel: world size ", world_size,
                           " is not divisible by parallel.tensor * parallel.pipeline = ", tp, " * ",
-                          pp, " = ", tp * pp, " (dp = world / (tensor * pipeline) must be whole; "
-                          "launch a multiple of ", tp * pp, " ranks: ", tp * pp, ", ", 2 * tp * pp,
-                          ", ", 3 * tp * pp, ", ...)"));
+                          pp, " = ", tp * pp,
+                          " (dp = world / (tensor * pipeline) must be whole; "
+                          "launch a multiple of ",
+                          tp * pp, " ranks: ", tp * pp, ", ", 2 * tp * pp, ", ", 3 * tp * pp,
+                          ", ...)"));
   }
   layout.world_size_ = world_size;
   layout.sizes_ = {tp, world_size / (tp * pp), pp};
@@ -68,15 +77,18 @@ ParallelLayout ParallelLayout::from_config(const ParallelConfig& config, int wor
   const auto narrow = [](int64_t value) {
     return static_cast<int>(std::min<int64_t>(value, 1 << 30));
   };
-  ParallelLayout layout = create(world_size, narrow(config.tensor), narrow(config.pipeline),
-                                 config.order);
+  ParallelLayout layout =
+      create(world_size, narrow(config.tensor), narrow(config.pipeline), config.order);
   if (config.data != 0 && config.data != layout.dp_size()) {
-    throw ConfigError(str("parallel.data: ", config.data, " does not match this launch, where dp = "
-                          "world / (tensor * pipeline) = ", world_size, " / (", config.tensor, " * ",
-                          config.pipeline, ") = ", layout.dp_size(), ". The data-parallel width is "
-                          "chosen at launch, not in the YAML: remove parallel.data (or set it to 0), "
-                          "or launch ", config.data * config.tensor * config.pipeline,
-                          " ranks for dp=", config.data));
+    throw ConfigError(
+        str("parallel.data: ", config.data,
+            " does not match this launch, where dp = "
+            "world / (tensor * pipeline) = ",
+            world_size, " / (", config.tensor, " * ", config.pipeline, ") = ", layout.dp_size(),
+            ". The data-parallel width is "
+            "chosen at launch, not in the YAML: remove parallel.data (or set it to 0), "
+            "or launch ",
+            config.data * config.tensor * config.pipeline, " ranks for dp=", config.data));
   }
   return layout;
 }

@@ -38,7 +38,8 @@ class ParallelLayout {
  public:
   /// Throws ConfigError (naming parallel.tensor / parallel.pipeline / parallel.order) when the
   /// world does not factor: world % (tp * pp) != 0, a size < 1, or a bad order string.
-  static ParallelLayout create(int world_size, int tp, int pp, const std::string& order = "tp-dp-pp");
+  static ParallelLayout create(int world_size, int tp, int pp,
+                               const std::string& order = "tp-dp-pp");
   /// The same from the YAML section; also checks parallel.data against the launch's dp.
   static ParallelLayout from_config(const ParallelConfig& config, int world_size);
 

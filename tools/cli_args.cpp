@@ -77,7 +77,8 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
                             " takes one CONFIG file (did you forget --set?)"));
     }
   }
-  const bool needs_config = (args.command == "train") || (args.command == "config" && !args.describe);
+  const bool needs_config =
+      (args.command == "train") || (args.command == "config" && !args.describe);
   if (needs_config && args.config_path.empty()) {
     throw ConfigError(str("triax ", args.command, " needs a CONFIG file, e.g. triax ", args.command,
                           " configs/mnist-mlp.yaml"));

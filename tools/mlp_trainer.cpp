@@ -34,11 +34,13 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& train
 
 void check_mlp_layout(const Config& config) {
   if (config.parallel.tensor != 1) {
-    throw ConfigError(str("parallel.tensor: ", config.parallel.tensor, " is not supported by "
+    throw ConfigError(str("parallel.tensor: ", config.parallel.tensor,
+                          " is not supported by "
                           "model.arch=mlp (valid: 1; the MLP is data-parallel only)"));
   }
   if (config.parallel.pipeline != 1) {
-    throw ConfigError(str("parallel.pipeline: ", config.parallel.pipeline, " is not supported by "
+    throw ConfigError(str("parallel.pipeline: ", config.parallel.pipeline,
+                          " is not supported by "
                           "model.arch=mlp (valid: 1; the MLP is data-parallel only)"));
   }
 }
@@ -72,11 +74,11 @@ double MlpTrainer::train_step(const std::vector<int64_t>& rank_indices, int64_t 
         torch::tensor(std::vector<int64_t>(begin, begin + plan_.micro_batch), torch::kLong);
     const torch::Tensor logits = model_->forward(train_data_.images(index));
     // Sum over the micro-batch / local batch: the accumulated gradient is this rank's mean.
-    const torch::Tensor loss = torch::nn::functional::cross_entropy(
-                                   logits, train_data_.labels.index_select(0, index),
-                                   torch::nn::functional::CrossEntropyFuncOptions().reduction(
-                                       torch::kSum)) /
-                               static_cast<double>(plan_.local_batch);
+    const torch::Tensor loss =
+        torch::nn::functional::cross_entropy(
+            logits, train_data_.labels.index_select(0, index),
+            torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)) /
+        static_cast<double>(plan_.local_batch);
     loss.backward();
     loss_sum += loss.item<double>();
   }
@@ -90,8 +92,9 @@ double MlpTrainer::train_step(const std::vector<int64_t>& rank_indices, int64_t 
 
 TrainResult MlpTrainer::train() {
   const TrainConfig& train = config_.train;
-  const int64_t total_steps = train.steps > 0 ? std::min(train.steps, train.epochs * steps_per_epoch_)
-                                              : train.epochs * steps_per_epoch_;
+  const int64_t total_steps = train.steps > 0
+                                  ? std::min(train.steps, train.epochs * steps_per_epoch_)
+                                  : train.epochs * steps_per_epoch_;
   log::info(str("training: ", plan_.describe(), "; ", steps_per_epoch_, " steps per epoch over ",
                 train_data_.size(), " samples; ", total_steps, " steps"));
   DistributedSampler sampler(DistributedSamplerOptions{train_data_.size(), context_.dp_size(),
@@ -102,6 +105,7 @@ TrainResult MlpTrainer::train() {
   const auto start = Clock::now();
   auto interval_start = start;
   int64_t interval_steps = 0;
+  double interval_loss = 0;  // one batch's loss is noisy: print the interval's mean
   for (int64_t step = 0; step < total_steps;) {
     const int64_t epoch = step / steps_per_epoch_;
     sampler.set_epoch(epoch);
@@ -110,16 +114,18 @@ TrainResult MlpTrainer::train() {
       result.step_losses.push_back(train_step(indices, s));
       ++step;
       ++interval_steps;
+      interval_loss += result.step_losses.back();
       if (train.log_every > 0 && (step % train.log_every == 0 || step == total_steps)) {
         const double rate = interval_steps * plan_.global_batch / seconds_since(interval_start);
         char line[160];
         std::snprintf(line, sizeof(line), "epoch %lld/%lld step %lld/%lld loss %.4f samples/s %.0f",
                       static_cast<long long>(epoch + 1), static_cast<long long>(train.epochs),
                       static_cast<long long>(step), static_cast<long long>(total_steps),
-                      result.step_losses.back(), rate);
+                      interval_loss / interval_steps, rate);
         log::info(line);
         interval_start = Clock::now();
         interval_steps = 0;
+        interval_loss = 0;
       }
     }
   }
@@ -152,7 +158,8 @@ double MlpTrainer::evaluate(int64_t* samples_out) {
     const torch::Tensor predicted = model_->forward(test_data_.images(index)).argmax(1);
     correct += predicted.eq(test_data_.labels.index_select(0, index)).sum().item<double>();
   }
-  torch::Tensor counts = torch::tensor({correct, static_cast<double>(mine.size(0))}, torch::kDouble);
+  torch::Tensor counts =
+      torch::tensor({correct, static_cast<double>(mine.size(0))}, torch::kDouble);
   context_.dp().all_reduce(counts, ReduceOp::kSum);
   model_->train();
   if (samples_out != nullptr) *samples_out = static_cast<int64_t>(counts[1].item<double>());

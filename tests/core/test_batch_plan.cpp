@@ -20,9 +20,9 @@ TEST_CASE("the global batch is cut by dp and micro-batch", "[batch]") {
 TEST_CASE("indivisible batches name the key and what is valid", "[batch]") {
   triax::TrainConfig train;
   train.global_batch = 64;
-  CHECK_THROWS_WITH(triax::BatchPlan::create(train, 3),
-                    Contains("train.global_batch: 64 is not divisible by dp = 3") &&
-                        Contains("e.g. 63 or 66"));
+  CHECK_THROWS_WITH(
+      triax::BatchPlan::create(train, 3),
+      Contains("train.global_batch: 64 is not divisible by dp = 3") && Contains("e.g. 63 or 66"));
   train.micro_batch = 5;
   CHECK_THROWS_WITH(triax::BatchPlan::create(train, 4),
                     Contains("train.micro_batch: 5 does not divide the per-rank batch "

@@ -83,8 +83,10 @@ TEST_CASE("--set overrides are applied and validated like the file", "[config]")
   CHECK_THROWS_WITH(parse_config("", {"train.lrr=1"}),
                     Contains("train.lrr: unknown key (from --set) (did you mean 'train.lr'?"));
   CHECK_THROWS_WITH(parse_config("", {"train.lr"}), Contains("expected section.key=value"));
-  CHECK_THROWS_WITH(parse_config("train: {lr: 0.1}", {"train.lr.x=1"}), Contains("train.lr is a value"));
-  CHECK_THROWS_WITH(parse_config("", {"train.lr.x=1"}), Contains("train.lr: {x: 1} is not a number"));
+  CHECK_THROWS_WITH(parse_config("train: {lr: 0.1}", {"train.lr.x=1"}),
+                    Contains("train.lr is a value"));
+  CHECK_THROWS_WITH(parse_config("", {"train.lr.x=1"}),
+                    Contains("train.lr: {x: 1} is not a number"));
 }
 
 TEST_CASE("invalid YAML names the line", "[config]") {

@@ -15,7 +15,8 @@ namespace {
 
 std::vector<int64_t> indices_of(int64_t n, int replicas, int rank, bool shuffle, int64_t seed,
                                 int64_t epoch, bool drop_last) {
-  DistributedSampler sampler(DistributedSamplerOptions{n, replicas, rank, shuffle, seed, drop_last});
+  DistributedSampler sampler(
+      DistributedSamplerOptions{n, replicas, rank, shuffle, seed, drop_last});
   sampler.set_epoch(epoch);
   return sampler.indices();
 }
@@ -27,7 +28,7 @@ TEST_CASE("without shuffle, ranks take strided indices", "[sampler]") {
   CHECK(indices_of(10, 3, 1, false, 0, 0, false) == std::vector<int64_t>{1, 4, 7, 0});  // padded
   CHECK(indices_of(10, 3, 2, false, 0, 0, false) == std::vector<int64_t>{2, 5, 8, 1});
   CHECK(indices_of(10, 3, 2, false, 0, 0, true) == std::vector<int64_t>{2, 5, 8});  // tail dropped
-  CHECK(indices_of(2, 5, 4, false, 0, 0, false) == std::vector<int64_t>{0});  // padding > n
+  CHECK(indices_of(2, 5, 4, false, 0, 0, false) == std::vector<int64_t>{0});        // padding > n
 }
 
 TEST_CASE("a shuffled epoch is a permutation, different per epoch, equal per seed", "[sampler]") {
@@ -77,9 +78,10 @@ TEST_CASE("matches PyTorch's DistributedSampler exactly", "[sampler][python]") {
     int64_t seed, epoch;
     bool drop_last;
   };
-  const std::vector<Case> cases = {{10, 3, 1, false, 0, 0, false}, {60000, 4, 3, true, 1234, 0, false},
-                                   {1001, 4, 2, true, 5, 3, false}, {1001, 4, 2, true, 5, 3, true},
-                                   {7, 2, 0, true, 0, 1, false},    {3, 5, 4, true, 9, 0, false}};
+  const std::vector<Case> cases = {
+      {10, 3, 1, false, 0, 0, false},  {60000, 4, 3, true, 1234, 0, false},
+      {1001, 4, 2, true, 5, 3, false}, {1001, 4, 2, true, 5, 3, true},
+      {7, 2, 0, true, 0, 1, false},    {3, 5, 4, true, 9, 0, false}};
   std::ostringstream command;
   command << python << " " << source << "/tests/core/reference_sampler.py";
   for (const auto& c : cases) {

@@ -27,7 +27,7 @@ TEST_CASE("Fashion-MNIST loads from Debian's package", "[data]") {
 }
 
 TEST_CASE("a missing dataset says how to install it", "[data]") {
-  CHECK_THROWS_WITH(triax::load_fashion_mnist("/nonexistent", "train"),
-                    Catch::Contains("apt-get install dataset-fashion-mnist") &&
-                        Catch::Contains("data.dir"));
+  CHECK_THROWS_WITH(
+      triax::load_fashion_mnist("/nonexistent", "train"),
+      Catch::Contains("apt-get install dataset-fashion-mnist") && Catch::Contains("data.dir"));
 }

@@ -75,8 +75,8 @@ TEST_CASE("the last node of a compressed Slurm task list", "[launch]") {
 }
 
 TEST_CASE("an sbatch batch script is one process, not rank 0 of N", "[launch]") {
-  const auto launch = detect_launch(
-      EnvMap{{"SLURM_JOB_ID", "17"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}});
+  const auto launch =
+      detect_launch(EnvMap{{"SLURM_JOB_ID", "17"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}});
   CHECK(launch.launcher == Launcher::kSingle);
   CHECK(launch.world_size == 1);
 }

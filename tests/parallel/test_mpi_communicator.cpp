@@ -9,7 +9,9 @@ using triax::ReduceOp;
 
 namespace {
 
-std::unique_ptr<MpiCommunicator> world() { return MpiCommunicator::world(); }
+std::unique_ptr<MpiCommunicator> world() {
+  return MpiCommunicator::world();
+}
 
 // Every element of `t` equals `value` (exactly: small integers are exact in every dtype here).
 bool all_equal(const torch::Tensor& t, double value) {
@@ -22,8 +24,8 @@ TEST_CASE("all_reduce sum/avg/max/min of the rank", "[mpi][comm]") {
   auto comm = world();
   const int n = comm->size();
   const int r = comm->rank();
-  for (auto dtype : {torch::kFloat, torch::kDouble, torch::kInt, torch::kLong, torch::kHalf,
-                     torch::kBFloat16}) {
+  for (auto dtype :
+       {torch::kFloat, torch::kDouble, torch::kInt, torch::kLong, torch::kHalf, torch::kBFloat16}) {
     INFO("dtype " << dtype);
     torch::Tensor t = torch::full({5, 3}, r, dtype);
     comm->all_reduce(t, ReduceOp::kSum);
@@ -101,7 +103,8 @@ TEST_CASE("reduce_scatter leaves each rank its reduced chunk", "[mpi][comm]") {
 TEST_CASE("broadcast from every root", "[mpi][comm]") {
   auto comm = world();
   for (int root = 0; root < comm->size(); ++root) {
-    torch::Tensor t = comm->rank() == root ? torch::full({4, 4}, 42.0 + root) : torch::zeros({4, 4});
+    torch::Tensor t =
+        comm->rank() == root ? torch::full({4, 4}, 42.0 + root) : torch::zeros({4, 4});
     comm->broadcast(t, root);
     CHECK(all_equal(t, 42 + root));
   }
@@ -160,7 +163,8 @@ TEST_CASE("several non-blocking all-reduces in flight at once", "[mpi][comm]") {
     pending.push_back(comm->all_reduce_async(tensors.back(), ReduceOp::kSum));
   }
   for (auto& work : pending) work->wait();
-  for (int i = 0; i < 8; ++i) CHECK(all_equal(tensors[static_cast<size_t>(i)], n * (n - 1) / 2 + n * i));
+  for (int i = 0; i < 8; ++i)
+    CHECK(all_equal(tensors[static_cast<size_t>(i)], n * (n - 1) / 2 + n * i));
 }
 
 TEST_CASE("split into even and odd ranks, and into none", "[mpi][comm]") {

@@ -20,7 +20,9 @@ int64_t sum_of_ranks(triax::Communicator& group, int rank) {
   return t.item<int64_t>();
 }
 
-int64_t sum(const std::vector<int>& ranks) { return std::accumulate(ranks.begin(), ranks.end(), 0); }
+int64_t sum(const std::vector<int>& ranks) {
+  return std::accumulate(ranks.begin(), ranks.end(), 0);
+}
 
 }  // namespace
 
@@ -40,12 +42,14 @@ TEST_CASE("every layout's groups hold the ranks the layout says", "[mpi][context
         CHECK(sum_of_ranks(context.dp(), r) == sum(layout.group_of(Axis::kDp, r)));
         CHECK(sum_of_ranks(context.pp(), r) == sum(layout.group_of(Axis::kPp, r)));
         CHECK(context.model_parallel().size() == tp * pp);
-        CHECK((context.embedding() != nullptr) == (context.is_first_stage() || context.is_last_stage()));
+        CHECK((context.embedding() != nullptr) ==
+              (context.is_first_stage() || context.is_last_stage()));
         if (context.embedding() != nullptr) {
           CHECK(context.embedding()->size() == (pp == 1 ? 1 : 2));
         }
         const auto stages = layout.group_of(Axis::kPp, r);
-        CHECK(context.prev_stage_rank() == (context.pp_rank() > 0 ? stages[context.pp_rank() - 1] : -1));
+        CHECK(context.prev_stage_rank() ==
+              (context.pp_rank() > 0 ? stages[context.pp_rank() - 1] : -1));
         CHECK(context.next_stage_rank() ==
               (context.pp_rank() + 1 < pp ? stages[context.pp_rank() + 1] : -1));
       }

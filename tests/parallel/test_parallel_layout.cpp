@@ -26,7 +26,8 @@ TEST_CASE("16 ranks, tp 2, pp 4, Megatron order", "[layout]") {
 }
 
 TEST_CASE("rank_of inverts coord_of for every order", "[layout]") {
-  for (const char* order : {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}) {
+  for (const char* order :
+       {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}) {
     const auto layout = ParallelLayout::create(24, 2, 3, order);
     CHECK(layout.order_string() == order);
     for (int r = 0; r < 24; ++r) CHECK(layout.rank_of(layout.coord_of(r)) == r);

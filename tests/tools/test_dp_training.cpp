@@ -91,7 +91,8 @@ Run textbook(const Config& config) {
     auto generator = at::detail::createCPUGenerator(
         static_cast<uint64_t>(config.train.seed + step / steps_per_epoch));
     const torch::Tensor order = torch::randperm(data.size(), generator, torch::kLong);
-    const torch::Tensor index = order.slice(0, step % steps_per_epoch * batch, (step % steps_per_epoch + 1) * batch);
+    const torch::Tensor index =
+        order.slice(0, step % steps_per_epoch * batch, (step % steps_per_epoch + 1) * batch);
     sgd.zero_grad();
     const torch::Tensor loss = torch::nn::functional::cross_entropy(
         model->forward(data.images(index)), data.labels.index_select(0, index));

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# triax set-up in one command: install what is missing (apt), configure and build, then
+#   tools/setup.sh train   run the main job (Fashion-MNIST MLP, 4 data-parallel ranks, mpirun)
+#   tools/setup.sh test    run the whole test suite (ctest)
+#   tools/setup.sh build   stop after the build
+# Idempotent: installed packages are not reinstalled, the build is incremental.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# g++/cmake/ninja: the toolchain (a fresh Debian 12 may have none of it).
+# libopenblas0-openmp: Debian's LibTorch calls the system libblas.so.3; the reference BLAS is
+#   ~15x slower. Its install makes OpenBLAS the libblas.so.3 alternative (priority 95 > 10).
+# python3-torch: PyTorch itself, the reference some tests compare against.
+# iproute2, util-linux: `ip` and `unshare` for loopback-only test namespaces.
+PACKAGES=(g++ cmake ninja-build clang-format libtorch-dev libopenblas0-openmp mpich libmpich-dev
+  libyaml-cpp-dev catch2 zlib1g-dev dataset-fashion-mnist python3-torch iproute2 util-linux)
+
+install_packages() {
+  local missing=() p
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "setup: installing ${missing[*]}"
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}"
+}
+
+check_blas() {
+  local blas
+  blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || true)
+  case "$blas" in
+    *openblas*) ;;
+    *) echo "setup: warning: libblas.so.3 is $blas, not OpenBLAS; LibTorch will be ~15x slower." \
+      "Fix: update-alternatives --config libblas.so.3-x86_64-linux-gnu" >&2 ;;
+  esac
+}
+
+build() {
+  if [ ! -f build/build.ninja ]; then
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRIAX_WERROR=ON
+  fi
+  cmake --build build -j "$(nproc)"
+}
+
+mode=${1:-build}
+case "$mode" in
+  train | test | build) ;;
+  *) echo "usage: tools/setup.sh [train|test|build]" >&2; exit 2 ;;
+esac
+install_packages
+check_blas
+build
+case "$mode" in
+  train) exec mpirun -np 4 build/triax train configs/mnist-mlp.yaml ;;
+  test) cd build && exec ctest --output-on-failure ;;
+esac
