@@ -85,17 +85,6 @@ int as_count(int64_t count, const char* what) {
   return static_cast<int>(count);
 }
 
-// Posts `post(offset_elements, count)` once per chunk of at most kMaxChunk elements.
-std::vector<MPI_Request> post_chunked(int64_t numel,
-                                      const std::function<void(int64_t, int, MPI_Request*)>& post) {
-  std::vector<MPI_Request> requests;
-  for (int64_t offset = 0; offset < numel; offset += kMaxChunk) {
-    requests.push_back(MPI_REQUEST_NULL);
-    post(offset, static_cast<int>(std::min(kMaxChunk, numel - offset)), &requests.back());
-  }
-  return requests;
-}
-
 class MpiWork : public Work {
  public:
   MpiWork(std::vector<MPI_Request> requests, std::function<void()> finish)
@@ -143,6 +132,29 @@ std::function<void()> finish_reduce(torch::Tensor buffer, torch::Tensor target, 
   };
 }
 
+// Posts `post(pointer, count, type, request)` once per chunk of at most kMaxChunk elements of
+// the contiguous `buffer`, and runs `finish` when all chunks are complete. The chunks of one
+// point-to-point message keep their order: MPI does not overtake on the same (peer, tag, comm).
+using PostChunk = std::function<void(void*, int, MPI_Datatype, MPI_Request*)>;
+WorkPtr post_chunked(const torch::Tensor& buffer, const PostChunk& post,
+                     std::function<void()> finish) {
+  const MPI_Datatype type = mpi_type(buffer.scalar_type());
+  std::vector<MPI_Request> requests;
+  for (int64_t offset = 0; offset < buffer.numel(); offset += kMaxChunk) {
+    requests.push_back(MPI_REQUEST_NULL);
+    post(byte_ptr(buffer) + offset * buffer.element_size(),
+         static_cast<int>(std::min(kMaxChunk, buffer.numel() - offset)), type, &requests.back());
+  }
+  return std::make_shared<MpiWork>(std::move(requests), std::move(finish));
+}
+
+// Completion of an operation that wrote into `buffer`: copy into `target` if it is a copy.
+std::function<void()> copy_back(torch::Tensor buffer, torch::Tensor target) {
+  return [buffer, target]() mutable {
+    if (!buffer.is_same(target)) target.copy_(buffer);
+  };
+}
+
 }  // namespace
 
 std::unique_ptr<MpiCommunicator> MpiCommunicator::world() {
@@ -177,13 +189,13 @@ WorkPtr MpiCommunicator::all_reduce_async(torch::Tensor tensor, ReduceOp op) {
   check_cpu(tensor, "all_reduce");
   check_reducible(tensor, op, "all_reduce");
   torch::Tensor buffer = reduce_buffer(tensor);
-  const MPI_Datatype type = mpi_type(buffer.scalar_type());
-  const int64_t element = buffer.element_size();
-  auto requests = post_chunked(buffer.numel(), [&](int64_t offset, int count, MPI_Request* req) {
-    TRIAX_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, byte_ptr(buffer) + offset * element, count, type,
-                                   mpi_op(op), comm_, req));
-  });
-  return std::make_shared<MpiWork>(std::move(requests), finish_reduce(buffer, tensor, op, size_));
+  return post_chunked(
+      buffer,
+      [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
+        TRIAX_MPI_CHECK(
+            MPI_Iallreduce(MPI_IN_PLACE, data, count, type, mpi_op(op), comm_, request));
+      },
+      finish_reduce(buffer, tensor, op, size_));
 }
 
 WorkPtr MpiCommunicator::all_gather_async(torch::Tensor output, torch::Tensor input) {
@@ -202,9 +214,8 @@ WorkPtr MpiCommunicator::all_gather_async(torch::Tensor output, torch::Tensor in
   std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
   TRIAX_MPI_CHECK(MPI_Iallgather(send.data_ptr(), count, type, recv.data_ptr(), count, type, comm_,
                                  &requests[0]));
-  return std::make_shared<MpiWork>(std::move(requests), [send, recv, output]() mutable {
-    if (!recv.is_same(output)) output.copy_(recv);
-  });
+  auto finish = copy_back(recv, output);
+  return std::make_shared<MpiWork>(std::move(requests), [send, finish]() { finish(); });
 }
 
 WorkPtr MpiCommunicator::reduce_scatter_async(torch::Tensor output, torch::Tensor input,
@@ -233,43 +244,36 @@ WorkPtr MpiCommunicator::broadcast_async(torch::Tensor tensor, int root) {
   check_cpu(tensor, "broadcast");
   check_peer(root, "broadcast");
   torch::Tensor buffer = tensor.contiguous();
-  const MPI_Datatype type = mpi_type(buffer.scalar_type());
-  const int64_t element = buffer.element_size();
-  auto requests = post_chunked(buffer.numel(), [&](int64_t offset, int count, MPI_Request* req) {
-    TRIAX_MPI_CHECK(MPI_Ibcast(byte_ptr(buffer) + offset * element, count, type, root, comm_, req));
-  });
-  return std::make_shared<MpiWork>(std::move(requests), [buffer, tensor]() mutable {
-    if (!buffer.is_same(tensor)) tensor.copy_(buffer);
-  });
+  return post_chunked(
+      buffer,
+      [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
+        TRIAX_MPI_CHECK(MPI_Ibcast(data, count, type, root, comm_, request));
+      },
+      copy_back(buffer, tensor));
 }
 
 WorkPtr MpiCommunicator::isend(torch::Tensor tensor, int dst, int tag) {
   check_cpu(tensor, "isend");
   check_peer(dst, "isend");
   torch::Tensor buffer = tensor.contiguous();
-  const MPI_Datatype type = mpi_type(buffer.scalar_type());
-  const int64_t element = buffer.element_size();
-  // Chunks of one message keep their order: MPI does not overtake on the same (peer, tag, comm).
-  auto requests = post_chunked(buffer.numel(), [&](int64_t offset, int count, MPI_Request* req) {
-    TRIAX_MPI_CHECK(
-        MPI_Isend(byte_ptr(buffer) + offset * element, count, type, dst, tag, comm_, req));
-  });
-  return std::make_shared<MpiWork>(std::move(requests), [buffer]() {});
+  return post_chunked(
+      buffer,
+      [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
+        TRIAX_MPI_CHECK(MPI_Isend(data, count, type, dst, tag, comm_, request));
+      },
+      [buffer]() {});  // keeps the buffer alive until the send completes
 }
 
 WorkPtr MpiCommunicator::irecv(torch::Tensor tensor, int src, int tag) {
   check_cpu(tensor, "irecv");
   check_peer(src, "irecv");
   torch::Tensor buffer = tensor.contiguous();
-  const MPI_Datatype type = mpi_type(buffer.scalar_type());
-  const int64_t element = buffer.element_size();
-  auto requests = post_chunked(buffer.numel(), [&](int64_t offset, int count, MPI_Request* req) {
-    TRIAX_MPI_CHECK(
-        MPI_Irecv(byte_ptr(buffer) + offset * element, count, type, src, tag, comm_, req));
-  });
-  return std::make_shared<MpiWork>(std::move(requests), [buffer, tensor]() mutable {
-    if (!buffer.is_same(tensor)) tensor.copy_(buffer);
-  });
+  return post_chunked(
+      buffer,
+      [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
+        TRIAX_MPI_CHECK(MPI_Irecv(data, count, type, src, tag, comm_, request));
+      },
+      copy_back(buffer, tensor));
 }
 
 WorkPtr MpiCommunicator::barrier_async() {
