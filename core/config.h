@@ -14,10 +14,25 @@
 namespace triax {
 
 struct ModelConfig {
-  /// Architecture: "mlp" (a Fashion-MNIST classifier, 784 -> hidden... -> 10). Default "mlp".
+  /// Architecture: "mlp" (a Fashion-MNIST classifier, 784 -> hidden... -> 10) or "gpt" (a
+  /// decoder-only pre-LayerNorm transformer). Default "mlp".
   std::string arch = "mlp";
   /// Widths of the MLP's hidden layers, in features. Default [256, 128].
   std::vector<int64_t> mlp_hidden = {256, 128};
+  /// GPT: model width (features per token). Default 128.
+  int64_t hidden = 128;
+  /// GPT: attention heads; must be divisible by parallel.tensor. Default 4.
+  int64_t heads = 4;
+  /// GPT: transformer layers. Default 4.
+  int64_t layers = 4;
+  /// GPT: sequence length (tokens per sample; learned positions). Default 64.
+  int64_t seq_len = 64;
+  /// GPT: vocabulary size (256 for bytes); padded internally to a multiple of tp. Default 256.
+  int64_t vocab = 256;
+  /// GPT: dropout probability (embeddings, attention probabilities, residual branches). Default 0.
+  double dropout = 0.0;
+  /// GPT: the output projection reuses the token embedding matrix. Default true.
+  bool tie_embeddings = true;
 };
 
 struct ParallelConfig {

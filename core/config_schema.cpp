@@ -10,8 +10,15 @@ constexpr IntRule kNonNegative{0};
 
 void visit_config(Config& c, ConfigVisitor& v) {
   v.section("model", [&] {
-    v.field("arch", c.model.arch, {"mlp"}, "architecture");
+    v.field("arch", c.model.arch, {"mlp", "gpt"}, "architecture");
     v.field("mlp_hidden", c.model.mlp_hidden, kPositive, "MLP hidden layer widths (features)");
+    v.field("hidden", c.model.hidden, kPositive, "GPT width (features per token)");
+    v.field("heads", c.model.heads, kPositive, "GPT attention heads (divisible by tensor)");
+    v.field("layers", c.model.layers, kPositive, "GPT transformer layers");
+    v.field("seq_len", c.model.seq_len, kPositive, "GPT tokens per sample");
+    v.field("vocab", c.model.vocab, kPositive, "GPT vocabulary size (padded to a multiple of tp)");
+    v.field("dropout", c.model.dropout, RealRule{0.0, 0.95}, "GPT dropout probability");
+    v.field("tie_embeddings", c.model.tie_embeddings, "GPT output projection = token embedding");
   });
   v.section("parallel", [&] {
     v.field("tensor", c.parallel.tensor, kPositive,

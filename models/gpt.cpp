@@ -1,0 +1,191 @@
+#include "models/gpt.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "parallel/tp_mappings.h"
+#include "parallel/vocab_parallel_cross_entropy.h"
+
+namespace triax {
+namespace {
+
+constexpr double kInitStd = 0.02;
+
+// Seeds the global generator for one part of the model, so each part's initial numbers depend
+// only on (seed, part), not on which other parts this process builds.
+void seed_part(uint64_t seed, int64_t part) {
+  torch::manual_seed(seed * 1000003ULL + static_cast<uint64_t>(part + 2));
+}
+constexpr int64_t kEmbeddingPart = -1;
+
+std::string valid_divisors(int64_t n) {
+  std::vector<int64_t> divisors;
+  for (int64_t d = 1; d <= n; ++d) {
+    if (n % d == 0) divisors.push_back(d);
+  }
+  return join(divisors, ", ");
+}
+
+}  // namespace
+
+void check_gpt_layout(const Config& config) {
+  const ModelConfig& m = config.model;
+  const int64_t tp = config.parallel.tensor;
+  if (m.hidden % m.heads != 0) {
+    throw ConfigError(str("model.heads: ", m.heads, " does not divide model.hidden=", m.hidden,
+                          " (valid: ", valid_divisors(m.hidden), ")"));
+  }
+  if (m.heads % tp != 0) {
+    throw ConfigError(str("parallel.tensor: ", tp, " does not divide model.heads=", m.heads,
+                          " (valid: ", valid_divisors(m.heads), ")"));
+  }
+  if (config.parallel.pipeline > m.layers) {
+    throw ConfigError(str("parallel.pipeline: ", config.parallel.pipeline,
+                          " stages exceed model.layers=", m.layers, " (valid: 1 to ", m.layers,
+                          ")"));
+  }
+}
+
+GptOptions GptOptions::from_config(const ModelConfig& model, uint64_t seed) {
+  GptOptions options;
+  options.vocab = model.vocab;
+  options.hidden = model.hidden;
+  options.heads = model.heads;
+  options.layers = model.layers;
+  options.seq_len = model.seq_len;
+  options.dropout = model.dropout;
+  options.tie_embeddings = model.tie_embeddings;
+  options.seed = seed;
+  return options;
+}
+
+GptBlockImpl::GptBlockImpl(const GptOptions& options, Communicator& tp, TpDropout& dropout)
+    : options_(options), dropout_(&dropout) {
+  TRIAX_CHECK(options.heads % tp.size() == 0 && options.hidden % options.heads == 0, "heads ",
+              options.heads, " / hidden ", options.hidden, " do not fit tp ", tp.size());
+  local_heads_ = options.heads / tp.size();
+  const int64_t h = options.hidden;
+  // GPT-2: residual output projections start smaller, by 1/sqrt(2 * layers).
+  const double residual_std = kInitStd / std::sqrt(2.0 * static_cast<double>(options.layers));
+  ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({h})));
+  qkv = register_module("qkv",
+                        ColumnParallelLinear(ColumnParallelLinearOptions(h, 3 * h).stride(3), tp));
+  proj = register_module(
+      "proj",
+      RowParallelLinear(
+          RowParallelLinearOptions(h, h).input_is_parallel(true).init_std(residual_std), tp));
+  ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({h})));
+  fc = register_module("fc", ColumnParallelLinear(ColumnParallelLinearOptions(h, 4 * h), tp));
+  fc_out = register_module(
+      "fc_out",
+      RowParallelLinear(
+          RowParallelLinearOptions(4 * h, h).input_is_parallel(true).init_std(residual_std), tp));
+}
+
+torch::Tensor GptBlockImpl::attention(const torch::Tensor& x) {
+  const int64_t b = x.size(0);
+  const int64_t s = x.size(1);
+  const int64_t d = options_.hidden / options_.heads;
+  // This rank's columns are [Q_r | K_r | V_r] (stride 3): its heads of each.
+  const auto parts = qkv(x).view({b, s, 3, local_heads_, d}).permute({2, 0, 3, 1, 4}).unbind(0);
+  const torch::Tensor& q = parts[0];  // [b, heads/tp, s, d]
+  const torch::Tensor& k = parts[1];
+  const torch::Tensor& v = parts[2];
+  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
+  const torch::Tensor future = torch::ones({s, s}, torch::kBool).triu(1);
+  scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
+  // Attention probabilities are split by head: each tp rank drops from its own stream.
+  const torch::Tensor probs =
+      dropout_->tp_local(torch::softmax(scores, -1), options_.dropout, is_training());
+  const torch::Tensor y = torch::matmul(probs, v).transpose(1, 2).reshape({b, s, local_heads_ * d});
+  return proj(y);
+}
+
+torch::Tensor GptBlockImpl::forward(const torch::Tensor& x) {
+  const double p = options_.dropout;
+  torch::Tensor h = x + dropout_->shared(attention(ln1(x)), p, is_training());
+  return h + dropout_->shared(fc_out(torch::gelu(fc(ln2(h)))), p, is_training());
+}
+
+GptImpl::GptImpl(const GptOptions& options, Communicator& tp) : options_(options), tp_(&tp) {
+  if (options_.last_layer < 0) options_.last_layer = options_.layers;
+  TRIAX_CHECK(0 <= options_.first_layer && options_.first_layer <= options_.last_layer &&
+                  options_.last_layer <= options_.layers,
+              "layer range [", options_.first_layer, ", ", options_.last_layer, ") outside [0, ",
+              options_.layers, "]");
+  dropout_ = std::make_unique<TpDropout>(options_.seed, tp.rank());
+  const bool needs_embedding =
+      options_.has_embedding || (options_.has_head && options_.tie_embeddings);
+  if (needs_embedding) {
+    seed_part(options_.seed, kEmbeddingPart);
+    token_embedding = register_module(
+        "token_embedding",
+        VocabParallelEmbedding(VocabParallelEmbeddingOptions(options_.vocab, options_.hidden), tp));
+    if (options_.has_embedding) {
+      position_embedding = register_module("position_embedding",
+                                           torch::nn::Embedding(options_.seq_len, options_.hidden));
+      torch::NoGradGuard no_grad;
+      position_embedding->weight.normal_(0.0, kInitStd);
+    }
+  }
+  for (int64_t layer = options_.first_layer; layer < options_.last_layer; ++layer) {
+    seed_part(options_.seed, layer);
+    blocks_.push_back(register_module(str("layer", layer), GptBlock(options_, tp, *dropout_)));
+  }
+  if (options_.has_head) {
+    final_norm = register_module(
+        "final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({options_.hidden})));
+    if (!options_.tie_embeddings) {
+      seed_part(options_.seed, options_.layers);
+      head = register_module(
+          "head", ColumnParallelLinear(ColumnParallelLinearOptions(options_.hidden, options_.vocab)
+                                           .bias(false)
+                                           .pad_to_tp(true),
+                                       tp));
+    }
+  }
+}
+
+torch::Tensor GptImpl::embed(const torch::Tensor& ids) {
+  TRIAX_CHECK(options_.has_embedding, "this part of the model has no embedding");
+  TRIAX_CHECK(ids.dim() == 2 && ids.size(1) <= options_.seq_len,
+              "ids must be [batch, seq<=", options_.seq_len, "], got ", ids.sizes());
+  const torch::Tensor positions = torch::arange(ids.size(1), torch::kLong);
+  const torch::Tensor h = token_embedding(ids) + position_embedding(positions).unsqueeze(0);
+  return dropout_->shared(h, options_.dropout, is_training());
+}
+
+torch::Tensor GptImpl::run_layers(torch::Tensor h) {
+  for (auto& block : blocks_) h = block(h);
+  return h;
+}
+
+torch::Tensor GptImpl::local_logits(const torch::Tensor& h) {
+  TRIAX_CHECK(options_.has_head, "this part of the model has no head");
+  const torch::Tensor x = final_norm(h);
+  if (options_.tie_embeddings) {
+    return torch::nn::functional::linear(copy_to_tp_region(x, *tp_), token_embedding->weight);
+  }
+  return head(x);
+}
+
+torch::Tensor GptImpl::loss_from_hidden(const torch::Tensor& h, const torch::Tensor& targets,
+                                        int64_t ignore_index) {
+  const torch::Tensor logits = local_logits(h);
+  const torch::Tensor per_token =
+      vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}),
+                                   *tp_, options_.vocab, ignore_index);
+  const torch::Tensor count = targets.ne(ignore_index).sum().clamp_min(1);
+  return per_token.sum() / count;
+}
+
+torch::Tensor GptImpl::loss(const torch::Tensor& ids, const torch::Tensor& targets) {
+  return loss_from_hidden(run_layers(embed(ids)), targets);
+}
+
+torch::Tensor GptImpl::full_logits(const torch::Tensor& ids) {
+  const torch::Tensor logits = all_gather_last_dim(local_logits(run_layers(embed(ids))), *tp_);
+  return logits.narrow(-1, 0, options_.vocab);
+}
+
+}  // namespace triax
