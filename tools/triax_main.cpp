@@ -15,6 +15,7 @@
 #include "core/fashion_mnist.h"
 #include "core/launch_env.h"
 #include "core/log.h"
+#include "models/gpt.h"
 #include "parallel/mpi_communicator.h"
 #include "parallel/mpi_runtime.h"
 #include "parallel/parallel_context.h"
@@ -27,6 +28,15 @@ namespace {
 
 constexpr int kExitUsage = 2;
 constexpr int kExitFailure = 1;
+
+// Model-specific layout rules (pure, so they run on every rank before communication).
+void check_model_layout(const Config& config) {
+  if (config.model.arch == "gpt") {
+    check_gpt_layout(config);
+  } else {
+    check_mlp_layout(config);
+  }
+}
 
 int compute_threads(const Config& config, const LaunchEnv& launch) {
   if (config.train.threads > 0) return static_cast<int>(config.train.threads);
@@ -44,6 +54,7 @@ int run_config(const CliArgs& args) {
   std::fputs(to_yaml(config).c_str(), stdout);
   if (args.world > 0) {
     const ParallelLayout layout = ParallelLayout::from_config(config.parallel, args.world);
+    check_model_layout(config);
     const BatchPlan plan = BatchPlan::create(config.train, layout.dp_size());
     std::printf("\n%s%s\n", layout.table().c_str(), plan.describe().c_str());
   }
@@ -60,7 +71,12 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     log::set_prefix(str("[rank ", launch.rank, "]"));
     config = load_config(args.config_path, args.overrides);
     layout = ParallelLayout::from_config(config.parallel, launch.world_size);
-    check_mlp_layout(config);
+    check_model_layout(config);
+    if (config.model.arch != "mlp") {
+      throw ConfigError(str("model.arch: '", config.model.arch, "' cannot be trained by `triax "
+                            "train` yet (valid: mlp); `triax config CONFIG --world N` validates "
+                            "its layout"));
+    }
     BatchPlan::create(config.train, layout.dp_size());
     check_fashion_mnist_files(config.data.dir);
   } catch (const ConfigError& e) {
