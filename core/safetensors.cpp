@@ -1,0 +1,160 @@
+#include "core/safetensors.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <unistd.h>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "core/error.h"
+
+namespace triax {
+namespace {
+
+const std::vector<std::pair<torch::ScalarType, std::string>> kDtypes = {
+    {torch::kFloat, "F32"},     {torch::kDouble, "F64"}, {torch::kHalf, "F16"},
+    {torch::kBFloat16, "BF16"}, {torch::kLong, "I64"},   {torch::kInt, "I32"},
+    {torch::kShort, "I16"},     {torch::kChar, "I8"},    {torch::kByte, "U8"},
+    {torch::kBool, "BOOL"}};
+
+std::string dtype_name(torch::ScalarType type) {
+  for (const auto& [t, name] : kDtypes) {
+    if (t == type) return name;
+  }
+  throw Error(str("safetensors: unsupported dtype ", c10::toString(type)));
+}
+
+torch::ScalarType dtype_of(const std::string& name, const std::string& path) {
+  for (const auto& [t, n] : kDtypes) {
+    if (n == name) return t;
+  }
+  throw Error(str(path, ": unsupported safetensors dtype '", name, "'"));
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+const torch::Tensor& SafetensorsFile::at(const std::string& name) const {
+  for (const auto& item : tensors) {
+    if (item.first == name) return item.second;
+  }
+  std::vector<std::string> names;
+  for (const auto& item : tensors) names.push_back(item.first);
+  const std::string hint = closest(name, names);
+  throw Error(str("safetensors: no tensor '", name, "'",
+                  hint.empty() ? "" : str(" (did you mean '", hint, "'?)")));
+}
+
+void save_safetensors(const std::string& path, const SafetensorsFile& file) {
+  std::string header = "{";
+  if (!file.metadata.empty()) {
+    header += "\"__metadata__\":{";
+    bool first = true;
+    for (const auto& [key, value] : file.metadata) {
+      header += str(first ? "" : ",", json_string(key), ":", json_string(value));
+      first = false;
+    }
+    header += "}";
+  }
+  std::vector<torch::Tensor> data;
+  int64_t offset = 0;
+  for (const auto& [name, tensor] : file.tensors) {
+    const torch::Tensor t = tensor.detach().to(torch::kCPU).contiguous();
+    const int64_t bytes = t.numel() * t.element_size();
+    header += str(header.size() > 1 ? "," : "", json_string(name), ":{\"dtype\":\"",
+                  dtype_name(t.scalar_type()), "\",\"shape\":[", join(t.sizes(), ","),
+                  "],\"data_offsets\":[", offset, ",", offset + bytes, "]}");
+    offset += bytes;
+    data.push_back(t);
+  }
+  header += "}";
+  header.append((8 - header.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned
+
+  const std::string temporary = path + ".tmp";
+  std::FILE* out = std::fopen(temporary.c_str(), "wb");
+  if (out == nullptr) throw Error(str(path, ": cannot write: ", std::strerror(errno)));
+  const uint64_t size = header.size();
+  unsigned char prefix[8];
+  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(size >> (8 * i));
+  bool ok = std::fwrite(prefix, 1, 8, out) == 8 &&
+            std::fwrite(header.data(), 1, header.size(), out) == header.size();
+  for (const auto& t : data) {
+    const size_t bytes = static_cast<size_t>(t.numel() * t.element_size());
+    ok = ok && std::fwrite(t.data_ptr(), 1, bytes, out) == bytes;
+  }
+  ok = ok && std::fflush(out) == 0 && ::fsync(fileno(out)) == 0;
+  ok = (std::fclose(out) == 0) && ok;
+  if (!ok || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw Error(str(path, ": write failed: ", std::strerror(errno)));
+  }
+}
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(str(path, ": cannot open"));
+  unsigned char prefix[8];
+  in.read(reinterpret_cast<char*>(prefix), 8);
+  uint64_t header_size = 0;
+  for (int i = 0; i < 8; ++i) header_size |= uint64_t{prefix[i]} << (8 * i);
+  in.seekg(0, std::ios::end);
+  const int64_t file_size = in.tellg();
+  if (!in || header_size > static_cast<uint64_t>(file_size) - 8) {
+    throw Error(str(path, ": not a safetensors file (bad header size)"));
+  }
+  std::string header(header_size, '\0');
+  in.seekg(8);
+  in.read(header.data(), static_cast<std::streamsize>(header_size));
+  const int64_t data_start = 8 + static_cast<int64_t>(header_size);
+
+  SafetensorsFile file;
+  YAML::Node root;  // JSON is YAML: yaml-cpp parses the header
+  try {
+    root = YAML::Load(header);
+  } catch (const YAML::Exception& e) {
+    throw Error(str(path, ": bad safetensors header: ", e.msg));
+  }
+  std::vector<std::pair<int64_t, std::pair<std::string, torch::Tensor>>> ordered;
+  for (const auto& entry : root) {
+    const std::string name = entry.first.as<std::string>();
+    if (name == "__metadata__") {
+      for (const auto& item : entry.second)
+        file.metadata[item.first.as<std::string>()] = item.second.as<std::string>();
+      continue;
+    }
+    const auto shape = entry.second["shape"].as<std::vector<int64_t>>();
+    const auto offsets = entry.second["data_offsets"].as<std::vector<int64_t>>();
+    const torch::ScalarType type = dtype_of(entry.second["dtype"].as<std::string>(), path);
+    torch::Tensor t = torch::empty(shape, type);
+    const int64_t bytes = t.numel() * t.element_size();
+    if (offsets.size() != 2 || offsets[1] - offsets[0] != bytes ||
+        data_start + offsets[1] > file_size) {
+      throw Error(str(path, ": tensor '", name, "' has inconsistent offsets"));
+    }
+    in.seekg(data_start + offsets[0]);
+    in.read(static_cast<char*>(t.data_ptr()), bytes);
+    if (!in) throw Error(str(path, ": truncated data for '", name, "'"));
+    ordered.push_back({offsets[0], {name, t}});
+  }
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& item : ordered) file.tensors.push_back(std::move(item.second));
+  return file;
+}
+
+}  // namespace triax
