@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "models/gpt.h"
+#include "parallel/counting_communicator.h"
 #include "parallel/mpi_communicator.h"
 #include "parallel/shard_spec.h"
 #include "support/tolerance.h"
@@ -150,4 +151,22 @@ TEST_CASE("invalid GPT layouts name the keys and the valid values", "[gpt]") {
   config.parallel.pipeline = 3;
   CHECK_THROWS_WITH(check_gpt_layout(config),
                     Catch::Contains("parallel.pipeline: 3 stages exceed model.layers=2"));
+}
+
+TEST_CASE("a GPT layer all-reduces 2 x b*s*h forward and 2 x b*s*h backward", "[mpi][gpt]") {
+  auto world = MpiCommunicator::world();
+  CountingCommunicator tp(*world);
+  GptOptions options = tiny(32, true);
+  TpDropout dropout(1, tp.rank());
+  GptBlock block(options, tp, dropout);
+  const int64_t b = 2, s = 8, h = options.hidden;
+  torch::Tensor x = torch::randn({b, s, h}).requires_grad_();
+  const torch::Tensor y = block(x);
+  const int64_t expected_calls = tp.size() == 1 ? 0 : 2;  // tp = 1 communicates nothing
+  CHECK(tp.counts().all_reduce_calls == expected_calls);
+  CHECK(tp.counts().all_reduce_bytes == expected_calls * b * s * h * 4);
+  y.sum().backward();
+  CHECK(tp.counts().all_reduce_calls == 2 * expected_calls);
+  CHECK(tp.counts().all_reduce_bytes == 2 * expected_calls * b * s * h * 4);
+  CHECK(tp.counts().all_gather_calls == 0);
 }

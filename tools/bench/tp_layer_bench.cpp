@@ -1,0 +1,71 @@
+// Benchmark (not a test): forward + backward of one GPT layer at tp = the number of ranks, and
+// the bytes it all-reduces per step next to the theoretical count.
+//   mpirun -np T build/triax_bench_tp_layer [batch seq hidden heads iterations]
+// Megatron's analysis: a tensor-parallel layer all-reduces b*s*h activations twice in forward
+// (after attention's and the MLP's row-parallel projections) and twice in backward (the
+// gradients entering the two column-parallel projections): 4*b*s*h*4 bytes in fp32 per rank,
+// independent of tp, and nothing at tp = 1.
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "models/gpt.h"
+#include "parallel/counting_communicator.h"
+#include "parallel/mpi_communicator.h"
+#include "parallel/mpi_runtime.h"
+
+using namespace triax;
+
+int main(int argc, char** argv) {
+  MpiRuntime mpi(&argc, &argv);
+  const auto arg = [&](int i, int64_t fallback) {
+    return argc > i ? std::atoll(argv[i]) : fallback;
+  };
+  const int64_t b = arg(1, 4), s = arg(2, 128), h = arg(3, 256), heads = arg(4, 8),
+                iters = arg(5, 20);
+  auto world = MpiCommunicator::world();
+  CountingCommunicator tp(*world);
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  torch::set_num_threads(std::max(1, cores / tp.size()));
+
+  GptOptions options;
+  options.hidden = h;
+  options.heads = heads;
+  options.layers = 1;
+  options.seq_len = s;
+  TpDropout dropout(1, tp.rank());
+  torch::manual_seed(1);
+  GptBlock block(options, tp, dropout);
+  torch::manual_seed(2);
+  const torch::Tensor x = torch::randn({b, s, h});
+  const torch::Tensor probe = torch::randn({b, s, h});
+
+  const auto step = [&] {
+    torch::Tensor input = x.clone().requires_grad_();
+    (block(input) * probe).sum().backward();
+  };
+  for (int i = 0; i < 3; ++i) step();  // warm-up
+  tp.reset();
+  world->barrier();
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < iters; ++i) step();
+  world->barrier();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
+      iters;
+
+  const double measured = static_cast<double>(tp.counts().all_reduce_bytes) / iters;
+  const double theory = tp.size() == 1 ? 0.0 : 4.0 * b * s * h * 4;
+  if (tp.rank() == 0) {
+    std::printf(
+        "tp=%d  b=%lld s=%lld h=%lld heads=%lld  threads/rank=%d  fwd+bwd %.2f ms/layer  "
+        "all-reduce %.0f bytes/layer/step in %.1f calls (theory 4*b*s*h*4 = %.0f)\n",
+        tp.size(), static_cast<long long>(b), static_cast<long long>(s), static_cast<long long>(h),
+        static_cast<long long>(heads), torch::get_num_threads(), ms, measured,
+        static_cast<double>(tp.counts().all_reduce_calls) / iters, theory);
+  }
+  return 0;
+}
