@@ -1,0 +1,47 @@
+// defines: triax::check_schedule, triax::simulate, triax::SimulationCosts,
+//          triax::SimulationResult
+//
+// Verifies a schedule without running it, and costs it.
+// check_schedule: every (chunk, micro-batch) has exactly one forward and one backward on its
+// rank, the forward first; every send has its receive on the named peer and vice versa; and a
+// dependency simulation finishes (no deadlock; otherwise the stuck action of every rank is
+// named). The executor checks every schedule it is given.
+// simulate: ranks run their lists in order; a forward/backward takes its cost; a receive waits
+// until the matching send has happened plus the transfer cost; sends never block. Yields the
+// makespan, the bubble fraction (idle share of p x makespan) and the peak number of micro-batch
+// activations each rank holds (forwards whose backward has not yet run).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "schedules/schedule.h"
+
+namespace triax {
+
+struct SimulationCosts {
+  double forward = 1.0;   ///< time of one chunk's forward
+  double backward = 1.0;  ///< time of one chunk's backward
+  double transfer = 0.0;  ///< time from a send to the receive's completion
+};
+
+struct ActionTiming {
+  double start = 0;
+  double end = 0;
+};
+
+struct SimulationResult {
+  bool finished = false;
+  std::string stuck;  ///< when not finished: every rank's blocked action
+  double makespan = 0;
+  double bubble_fraction = 0;
+  std::vector<int> peak_activations;               ///< per rank
+  std::vector<std::vector<ActionTiming>> timings;  ///< per rank, per action
+};
+
+SimulationResult simulate(const Schedule& schedule, const SimulationCosts& costs = {});
+
+/// Throws triax::Error listing every problem found; returns normally for a valid schedule.
+void check_schedule(const Schedule& schedule);
+
+}  // namespace triax

@@ -1,0 +1,85 @@
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "schedules/schedule.h"
+#include "schedules/schedule_check.h"
+
+using namespace triax;
+
+TEST_CASE("GPipe and 1F1B are valid over a grid, with the textbook bubble", "[schedule]") {
+  for (int p : {1, 2, 3, 4}) {
+    for (int m : {1, 2, 3, 4, 8}) {
+      for (const Schedule& s : {gpipe(p, m), one_f_one_b(p, m)}) {
+        INFO(s.table());
+        REQUIRE_NOTHROW(check_schedule(s));
+        const SimulationResult sim = simulate(s, {1.0, 1.0, 0.0});
+        REQUIRE(sim.finished);
+        CHECK(sim.bubble_fraction == Approx(double(p - 1) / (m + p - 1)).margin(1e-12));
+        CHECK(sim.makespan == Approx(2.0 * (m + p - 1)));
+      }
+      // Activation memory: 1F1B holds at most p micro-batches on rank 0, GPipe all m.
+      CHECK(simulate(one_f_one_b(p, m)).peak_activations[0] == std::min(p, m));
+      CHECK(simulate(gpipe(p, m)).peak_activations[0] == m);
+    }
+  }
+}
+
+TEST_CASE("interleaved 1F1B is valid and has a smaller bubble", "[schedule]") {
+  for (int p : {2, 4}) {
+    for (int m : {p, 2 * p, 4 * p}) {
+      for (int v : {2, 3}) {
+        const Schedule s = interleaved_one_f_one_b(p, m, v);
+        INFO(s.table());
+        REQUIRE_NOTHROW(check_schedule(s));
+        // A chunk is 1/v of a stage: same total work as 1F1B with unit-cost stages.
+        const double chunk = 1.0 / v;
+        const SimulationResult sim = simulate(s, {chunk, chunk, 0.0});
+        REQUIRE(sim.finished);
+        const double plain = simulate(one_f_one_b(p, m), {1.0, 1.0, 0.0}).bubble_fraction;
+        CHECK(sim.bubble_fraction < plain);
+      }
+    }
+  }
+}
+
+TEST_CASE("unsupported combinations name the key and what is valid", "[schedule]") {
+  CHECK_THROWS_WITH(
+      make_schedule("interleaved", 4, 6, 2),
+      Catch::Contains("schedule.microbatches: 6 is not a multiple of parallel.pipeline=4"));
+  CHECK_THROWS_WITH(make_schedule("interleaved", 2, 4, 1),
+                    Catch::Contains("schedule.chunks_per_rank: 1"));
+  CHECK_THROWS_WITH(make_schedule("1f1b", 2, 4, 2),
+                    Catch::Contains("needs schedule.name: interleaved"));
+  CHECK_THROWS_WITH(make_schedule("zigzag", 2, 4, 1),
+                    Catch::Contains("valid: gpipe, 1f1b, interleaved"));
+  CHECK_THROWS_WITH(make_schedule("gpipe", 2, 0, 1), Catch::Contains("schedule.microbatches: 0"));
+}
+
+TEST_CASE("a missing receive is rejected before anything runs", "[schedule]") {
+  Schedule s = one_f_one_b(3, 4);
+  auto& rank1 = s.ranks[1];
+  rank1.erase(std::find_if(rank1.begin(), rank1.end(),
+                           [](const Action& a) { return a.kind == ActionKind::kRecvActivation; }));
+  CHECK_THROWS_WITH(
+      check_schedule(s),
+      Catch::Contains("activation of micro-batch 0 for stage 1 is sent but never received"));
+}
+
+TEST_CASE("a deadlock is found by simulation and each rank's stuck action named", "[schedule]") {
+  Schedule s = one_f_one_b(2, 1);
+  auto& rank0 = s.ranks[0];
+  // Rank 0 waits for the gradient before sending the activation that would produce it.
+  const auto recv = std::find_if(rank0.begin(), rank0.end(),
+                                 [](const Action& a) { return a.kind == ActionKind::kRecvGrad; });
+  const Action moved = *recv;
+  rank0.erase(recv);
+  rank0.insert(rank0.begin(), moved);
+  CHECK_THROWS_WITH(check_schedule(s), Catch::Contains("deadlock: rank 0 waits at recvG mb0") &&
+                                           Catch::Contains("rank 1 waits at recvA mb0"));
+}
+
+TEST_CASE("a schedule prints as a rank x slot table", "[schedule]") {
+  const std::string table = one_f_one_b(2, 3).table();
+  CHECK_THAT(table, Catch::Contains("rank 0: F0 F1 B0 F2 B1 B2"));
+  CHECK_THAT(table, Catch::Contains("rank 1: F0 B0 F1 B1 F2 B2"));
+}
