@@ -1,0 +1,69 @@
+#include "models/gpt_stages.h"
+
+#include "core/error.h"
+
+namespace triax {
+
+std::vector<std::pair<int64_t, int64_t>> split_layers(int64_t layers, int parts,
+                                                      const std::vector<int64_t>& boundaries) {
+  if (parts > layers) {
+    throw ConfigError(str("parallel.pipeline x schedule.chunks_per_rank = ", parts,
+                          " stages exceed model.layers=", layers, " (each stage needs a layer)"));
+  }
+  std::vector<int64_t> starts{0};
+  if (boundaries.empty()) {
+    for (int i = 1; i < parts; ++i)
+      starts.push_back(starts.back() + layers / parts + (i - 1 < layers % parts ? 1 : 0));
+  } else {
+    if (static_cast<int>(boundaries.size()) != parts - 1) {
+      throw ConfigError(str("schedule.layer_boundaries: ", boundaries.size(), " boundaries for ",
+                            parts, " stages (valid: ", parts - 1,
+                            " increasing layer indices in (0, ", layers, "))"));
+    }
+    for (int64_t b : boundaries) {
+      if (b <= starts.back() || b >= layers) {
+        throw ConfigError(str("schedule.layer_boundaries: [", join(boundaries, ", "),
+                              "] must increase strictly within (0, ", layers,
+                              ") so every stage holds a layer"));
+      }
+      starts.push_back(b);
+    }
+  }
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    ranges.emplace_back(starts[i], i + 1 < starts.size() ? starts[i + 1] : layers);
+  }
+  return ranges;
+}
+
+GptOptions gpt_stage_options(const GptOptions& whole, int stage,
+                             const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  TRIAX_CHECK(stage >= 0 && stage < static_cast<int>(ranges.size()), "stage ", stage, " of ",
+              ranges.size());
+  GptOptions options = whole;
+  options.first_layer = ranges[static_cast<size_t>(stage)].first;
+  options.last_layer = ranges[static_cast<size_t>(stage)].second;
+  options.has_embedding = stage == 0;
+  options.has_head = stage == static_cast<int>(ranges.size()) - 1;
+  return options;
+}
+
+void all_reduce_tied_embedding_grads(std::vector<Gpt>& chunks, Communicator* embedding_group) {
+  std::vector<torch::Tensor> copies;
+  for (auto& chunk : chunks) {
+    if (!chunk->options().tie_embeddings) return;
+    if (const torch::Tensor* w = chunk->named_parameters().find("token_embedding.weight"))
+      copies.push_back(*w);
+  }
+  if (copies.empty()) return;
+  const bool across_ranks = embedding_group != nullptr && embedding_group->size() > 1;
+  if (copies.size() == 1 && !across_ranks) return;  // one copy: its gradient is already whole
+  torch::Tensor sum = torch::zeros_like(copies.front());
+  for (auto& w : copies) {
+    if (w.grad().defined()) sum += w.grad();
+  }
+  if (across_ranks) embedding_group->all_reduce(sum);
+  for (auto& w : copies) w.mutable_grad() = sum.clone();
+}
+
+}  // namespace triax

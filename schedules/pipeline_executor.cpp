@@ -1,0 +1,120 @@
+#include "schedules/pipeline_executor.h"
+
+#include <chrono>
+#include <map>
+
+#include "core/error.h"
+#include "schedules/schedule_check.h"
+
+namespace triax {
+namespace {
+
+struct Slot {            // one (chunk, micro-batch) between its forward and its backward
+  torch::Tensor input;   // received activation (requires grad), undefined on stage 0
+  torch::Tensor output;  // forward output, or the scaled loss on the last stage
+  torch::Tensor grad;    // gradient received for `output`
+};
+
+int message_tag(int receiving_stage, int microbatch, int microbatches, bool gradient) {
+  return (receiving_stage * microbatches + microbatch) * 2 + (gradient ? 1 : 0);
+}
+
+}  // namespace
+
+PipelineExecutor::PipelineExecutor(Communicator& pp, std::vector<int64_t> activation_shape,
+                                   torch::ScalarType dtype)
+    : pp_(pp), shape_(std::move(activation_shape)), dtype_(dtype) {}
+
+double PipelineExecutor::run(const Schedule& schedule, const StageFunctions& stage) {
+  TRIAX_CHECK(schedule.stages == pp_.size(), "schedule for ", schedule.stages,
+              " stages on a pipeline group of ", pp_.size());
+  check_schedule(schedule);
+  // MPI guarantees tags up to 32767.
+  TRIAX_CHECK(message_tag(schedule.total_stages(), 0, schedule.microbatches, false) < 32767,
+              "too many stages x micro-batches for message tags: ", schedule.total_stages(), " x ",
+              schedule.microbatches);
+  const int rank = pp_.rank();
+  const int last_stage = schedule.total_stages() - 1;
+  const double scale = 1.0 / schedule.microbatches;
+  std::map<std::pair<int, int>, Slot> slots;
+  std::vector<std::pair<WorkPtr, torch::Tensor>> sends;  // kept alive until the step ends
+  double loss_sum = 0;
+  int live = 0;
+  peak_live_ = 0;
+  trace_.clear();
+  const auto begin = std::chrono::steady_clock::now();
+  const auto now_us = [&] {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin)
+        .count();
+  };
+
+  for (const Action& a : schedule.ranks[static_cast<size_t>(rank)]) {
+    const double start = tracing_ ? now_us() : 0;
+    const int s = schedule.stage_of(rank, a.chunk);
+    Slot& slot = slots[{a.chunk, a.microbatch}];
+    switch (a.kind) {
+      case ActionKind::kRecvActivation: {
+        torch::Tensor buffer = torch::empty(shape_, dtype_);
+        pp_.irecv(buffer, a.peer, message_tag(s, a.microbatch, schedule.microbatches, false))
+            ->wait();
+        slot.input = buffer.requires_grad_();
+        break;
+      }
+      case ActionKind::kForward: {
+        torch::Tensor out = stage.forward(a.chunk, a.microbatch, slot.input);
+        if (s == last_stage) {
+          out = stage.loss(a.microbatch, out);
+          loss_sum += out.item<double>();
+          out = out * scale;
+        }
+        slot.output = out;
+        peak_live_ = std::max(peak_live_, ++live);
+        break;
+      }
+      case ActionKind::kSendActivation: {
+        torch::Tensor payload = slot.output.detach().contiguous();
+        sends.emplace_back(
+            pp_.isend(payload, a.peer,
+                      message_tag(s + 1, a.microbatch, schedule.microbatches, false)),
+            payload);
+        break;
+      }
+      case ActionKind::kRecvGrad: {
+        slot.grad = torch::empty(shape_, dtype_);
+        pp_.irecv(slot.grad, a.peer, message_tag(s, a.microbatch, schedule.microbatches, true))
+            ->wait();
+        break;
+      }
+      case ActionKind::kBackward: {
+        if (s == last_stage) {
+          slot.output.backward();
+        } else {
+          torch::autograd::backward({slot.output}, {slot.grad});
+        }
+        slot.output = torch::Tensor();  // the graph is freed with it
+        slot.grad = torch::Tensor();
+        --live;
+        if (s == 0) slots.erase({a.chunk, a.microbatch});
+        break;
+      }
+      case ActionKind::kSendGrad: {
+        torch::Tensor payload = slot.input.grad().contiguous();
+        sends.emplace_back(pp_.isend(payload, a.peer,
+                                     message_tag(s - 1, a.microbatch, schedule.microbatches, true)),
+                           payload);
+        slots.erase({a.chunk, a.microbatch});
+        break;
+      }
+    }
+    if (tracing_) trace_.push_back({a.kind, a.chunk, a.microbatch, start, now_us()});
+  }
+  for (auto& send : sends) send.first->wait();
+
+  // The loss lives on the last pipeline rank; every rank reports it.
+  torch::Tensor mean =
+      torch::tensor({rank == schedule.stages - 1 ? loss_sum * scale : 0.0}, torch::kDouble);
+  pp_.broadcast(mean, schedule.stages - 1);
+  return mean.item<double>();
+}
+
+}  // namespace triax

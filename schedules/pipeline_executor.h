@@ -1,0 +1,68 @@
+// defines: triax::PipelineExecutor, triax::StageFunctions, triax::TraceEvent
+//
+// Runs any checked schedule's action list on this rank's chunks. The model enters only through
+// two functions, so this knows nothing of GPT:
+//   forward(chunk, mb, input) -> output   (input is undefined on stage 0, which reads its batch)
+//   loss(mb, output) -> scalar            (last stage only)
+// Activations travel between pipeline ranks as [micro_batch, ...] tensors of a shape fixed by the
+// config, so no handshake is needed; each message's tag encodes (receiving stage, micro-batch,
+// kind), so messages of different chunks never mix. Sends are non-blocking and completed at the
+// end of the step; only receives wait (see schedule.h), so no two ranks can block on each other's
+// send.
+// Each micro-batch's input and output are kept from its forward until its backward, then
+// released. The loss of each micro-batch is scaled by 1/m, so the accumulated gradients are those
+// of the mean loss over the whole batch; the mean loss is returned on every pipeline rank.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <vector>
+
+#include "parallel/communicator.h"
+#include "schedules/schedule.h"
+
+namespace triax {
+
+struct StageFunctions {
+  std::function<torch::Tensor(int chunk, int microbatch, const torch::Tensor& input)> forward;
+  std::function<torch::Tensor(int microbatch, const torch::Tensor& output)> loss;
+};
+
+/// One action as it ran: what, and its start and end in microseconds since the step began.
+struct TraceEvent {
+  ActionKind kind = ActionKind::kForward;
+  int chunk = 0;
+  int microbatch = 0;
+  double start_us = 0;
+  double end_us = 0;
+};
+
+class PipelineExecutor {
+ public:
+  /// `pp`: this rank's pipeline group (rank = pipeline rank). `activation_shape`: the shape of
+  /// one micro-batch's activation between stages.
+  PipelineExecutor(Communicator& pp, std::vector<int64_t> activation_shape,
+                   torch::ScalarType dtype = torch::kFloat);
+
+  /// Checks `schedule` (throws before any communication if it is invalid), runs this rank's
+  /// actions and returns the mean loss over the micro-batches, on every pipeline rank.
+  double run(const Schedule& schedule, const StageFunctions& stage);
+
+  /// Record each action's timing in the next runs (for traces).
+  void set_tracing(bool on) { tracing_ = on; }
+  /// The last run's actions, in order (empty unless tracing).
+  const std::vector<TraceEvent>& trace() const { return trace_; }
+  /// Peak number of micro-batches whose activations this rank held in the last run.
+  int peak_live_microbatches() const { return peak_live_; }
+
+ private:
+  Communicator& pp_;
+  std::vector<int64_t> shape_;
+  torch::ScalarType dtype_;
+  bool tracing_ = false;
+  std::vector<TraceEvent> trace_;
+  int peak_live_ = 0;
+};
+
+}  // namespace triax
