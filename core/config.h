@@ -73,6 +73,19 @@ struct TrainConfig {
   int64_t threads = 0;
 };
 
+struct ScheduleConfig {
+  /// Pipeline schedule: "gpipe", "1f1b" or "interleaved". Default "1f1b".
+  std::string name = "1f1b";
+  /// Micro-batches per step; 0 = global_batch / (micro_batch * dp). Default 0.
+  int64_t microbatches = 0;
+  /// Model chunks per pipeline rank (interleaved: >= 2). Default 1.
+  int64_t chunks_per_rank = 1;
+  /// First layer of stages 1 .. p*v-1; empty = balanced by layer count. Default [].
+  std::vector<int64_t> layer_boundaries = {};
+  /// Chrome trace-event JSON of each pipeline action per rank; "" = none. Default "".
+  std::string trace = "";
+};
+
 struct DataConfig {
   /// Folder of the Fashion-MNIST gzip IDX files. Default "/usr/share/datasets/fashion-mnist".
   std::string dir = "/usr/share/datasets/fashion-mnist";
@@ -91,6 +104,7 @@ struct Config {
   ModelConfig model;
   ParallelConfig parallel;
   TrainConfig train;
+  ScheduleConfig schedule;
   DataConfig data;
   RunConfig run;
 };

@@ -46,6 +46,16 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("threads", c.train.threads, IntRule{0, 1024},
             "compute threads per rank; 0 = node cores / local ranks");
   });
+  v.section("schedule", [&] {
+    v.field("name", c.schedule.name, {"gpipe", "1f1b", "interleaved"}, "pipeline schedule");
+    v.field("microbatches", c.schedule.microbatches, kNonNegative,
+            "micro-batches per step; 0 = global_batch / (micro_batch * dp)");
+    v.field("chunks_per_rank", c.schedule.chunks_per_rank, IntRule{1, 64},
+            "model chunks per pipeline rank (interleaved: >= 2)");
+    v.field("layer_boundaries", c.schedule.layer_boundaries, kPositive,
+            "first layer of stages 1..; empty = balanced");
+    v.field("trace", c.schedule.trace, {}, "Chrome trace JSON path; empty = none");
+  });
   v.section("data", [&] {
     v.field("dir", c.data.dir, {}, "folder of the Fashion-MNIST gzip IDX files");
     v.field("train_samples", c.data.train_samples, kNonNegative,

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/heap_usage.h"
 #include "schedules/schedule_check.h"
 
 namespace triax {
@@ -42,6 +43,8 @@ double PipelineExecutor::run(const Schedule& schedule, const StageFunctions& sta
   int live = 0;
   peak_live_ = 0;
   trace_.clear();
+  peak_bytes_ = 0;
+  const int64_t heap_at_start = tracing_ ? heap_bytes_in_use() : 0;
   const auto begin = std::chrono::steady_clock::now();
   const auto now_us = [&] {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin)
@@ -106,7 +109,10 @@ double PipelineExecutor::run(const Schedule& schedule, const StageFunctions& sta
         break;
       }
     }
-    if (tracing_) trace_.push_back({a.kind, a.chunk, a.microbatch, start, now_us()});
+    if (tracing_) {
+      trace_.push_back({a.kind, a.chunk, a.microbatch, start, now_us()});
+      peak_bytes_ = std::max(peak_bytes_, heap_bytes_in_use() - heap_at_start);
+    }
   }
   for (auto& send : sends) send.first->wait();
 

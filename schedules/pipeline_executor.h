@@ -55,6 +55,8 @@ class PipelineExecutor {
   const std::vector<TraceEvent>& trace() const { return trace_; }
   /// Peak number of micro-batches whose activations this rank held in the last run.
   int peak_live_microbatches() const { return peak_live_; }
+  /// Peak growth of the heap during the last run while tracing (activations held), in bytes.
+  int64_t peak_activation_bytes() const { return peak_bytes_; }
 
  private:
   Communicator& pp_;
@@ -63,6 +65,7 @@ class PipelineExecutor {
   bool tracing_ = false;
   std::vector<TraceEvent> trace_;
   int peak_live_ = 0;
+  int64_t peak_bytes_ = 0;
 };
 
 }  // namespace triax

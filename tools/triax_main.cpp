@@ -21,6 +21,7 @@
 #include "parallel/parallel_context.h"
 #include "tools/cli_args.h"
 #include "tools/mlp_trainer.h"
+#include "tools/pipeline_plan.h"
 #include "tools/version.h"
 
 namespace triax {
@@ -57,6 +58,10 @@ int run_config(const CliArgs& args) {
     check_model_layout(config);
     const BatchPlan plan = BatchPlan::create(config.train, layout.dp_size());
     std::printf("\n%s%s\n", layout.table().c_str(), plan.describe().c_str());
+    if (config.model.arch == "gpt") {
+      std::printf(
+          "%s", describe_schedule(config, schedule_from_config(config, layout.dp_size())).c_str());
+    }
   }
   return 0;
 }
@@ -72,8 +77,10 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     config = load_config(args.config_path, args.overrides);
     layout = ParallelLayout::from_config(config.parallel, launch.world_size);
     check_model_layout(config);
+    if (config.model.arch == "gpt") schedule_from_config(config, layout.dp_size());
     if (config.model.arch != "mlp") {
-      throw ConfigError(str("model.arch: '", config.model.arch, "' cannot be trained by `triax "
+      throw ConfigError(str("model.arch: '", config.model.arch,
+                            "' cannot be trained by `triax "
                             "train` yet (valid: mlp); `triax config CONFIG --world N` validates "
                             "its layout"));
     }

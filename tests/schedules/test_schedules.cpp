@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
+#include "schedules/pipeline_trace.h"
 #include "schedules/schedule.h"
 #include "schedules/schedule_check.h"
 
@@ -82,4 +83,23 @@ TEST_CASE("a schedule prints as a rank x slot table", "[schedule]") {
   const std::string table = one_f_one_b(2, 3).table();
   CHECK_THAT(table, Catch::Contains("rank 0: F0 F1 B0 F2 B1 B2"));
   CHECK_THAT(table, Catch::Contains("rank 1: F0 B0 F1 B1 F2 B2"));
+}
+
+TEST_CASE("a trace becomes Chrome trace events and a measured bubble", "[schedule]") {
+  // Two ranks, makespan 4: rank 0 computes 0-1 and 3-4, rank 1 computes 1-3 after waiting 0-1.
+  const PipelineTrace trace = {{{ActionKind::kForward, 0, 0, 0, 1},
+                                {ActionKind::kRecvGrad, 0, 0, 1, 3},
+                                {ActionKind::kBackward, 0, 0, 3, 4}},
+                               {{ActionKind::kRecvActivation, 0, 0, 0, 1},
+                                {ActionKind::kForward, 0, 0, 1, 2},
+                                {ActionKind::kBackward, 0, 0, 2, 3}}};
+  CHECK(measured_bubble(trace) == Approx(1.0 - 4.0 / (2 * 4)));
+  const std::string json = chrome_trace_json(trace, "test");
+  CHECK_THAT(json, Catch::StartsWith("{\"traceEvents\":["));
+  CHECK_THAT(json, Catch::Contains("\"name\":\"pp rank 1\""));
+  CHECK_THAT(json,
+             Catch::Contains(
+                 "\"name\":\"wait "
+                 "recvG0\",\"cat\":\"wait\",\"ph\":\"X\",\"pid\":0,\"tid\":0,\"ts\":1,\"dur\":2"));
+  CHECK_THAT(json, Catch::Contains("\"name\":\"F0\",\"cat\":\"forward\""));
 }
