@@ -10,6 +10,7 @@
 #include "parallel/parallel_context.h"
 #include "parallel/shard_spec.h"
 #include "schedules/pipeline_executor.h"
+#include "support/gradient_match.h"
 #include "support/tolerance.h"
 
 using namespace triax;
@@ -71,28 +72,14 @@ void check_layout(int tp, int pp, const std::string& name, int m, int v, bool ti
   all_reduce_tied_embedding_grads(chunks, context.embedding());
 
   CHECK(loss == Approx(reference_loss.item<double>()).epsilon(test::kFp32Tol));
-  const auto expected = reference->named_parameters();
   int compared = 0;
-  for (auto& chunk : chunks) {
-    const auto specs = collect_shard_specs(*chunk);
-    for (const auto& item : chunk->named_parameters()) {
-      INFO("parameter " << item.key());
-      const torch::Tensor* full = expected.find(item.key());
-      REQUIRE(full != nullptr);
-      REQUIRE(item.value().grad().defined());
-      const auto spec = specs.find(item.key());
-      TRIAX_CHECK_CLOSE(item.value().grad(),
-                        spec == specs.end()
-                            ? full->grad()
-                            : shard_of(full->grad(), spec->second, context.tp_rank(), tp));
-      ++compared;
-    }
-  }
+  for (auto& chunk : chunks)
+    compared += test::check_gradients_match(*chunk, *reference, context.tp_rank(), tp);
   // Every parameter of the whole model is held by some stage (tied: the embedding twice).
   torch::Tensor count = torch::tensor({static_cast<int64_t>(compared)});
   context.pp().all_reduce(count);
   CHECK(count.item<int64_t>() ==
-        static_cast<int64_t>(expected.size()) + (tied && pp * v > 1 ? 1 : 0));
+        static_cast<int64_t>(reference->parameters().size()) + (tied && pp * v > 1 ? 1 : 0));
 }
 
 }  // namespace
