@@ -71,6 +71,15 @@ struct TrainConfig {
   int64_t log_every = 100;
   /// Compute threads per rank; 0 = cores on this node / ranks on this node. Default 0.
   int64_t threads = 0;
+  /// Clip the global gradient norm to this value (0 = no clipping). Default 0.
+  double clip_grad = 0.0;
+};
+
+struct DdpConfig {
+  /// Gradient bucket size in MiB (all-reduced as soon as a bucket's gradients are final). Default 25.
+  double bucket_mb = 25.0;
+  /// A parameter that gets no gradient in a step counts as zero instead of an error. Default false.
+  bool allow_unused = false;
 };
 
 struct ScheduleConfig {
@@ -105,6 +114,7 @@ struct Config {
   ParallelConfig parallel;
   TrainConfig train;
   ScheduleConfig schedule;
+  DdpConfig ddp;
   DataConfig data;
   RunConfig run;
 };

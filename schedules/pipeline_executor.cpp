@@ -44,6 +44,7 @@ double PipelineExecutor::run(const Schedule& schedule, const StageFunctions& sta
   peak_live_ = 0;
   trace_.clear();
   peak_bytes_ = 0;
+  std::vector<int> backwards_left(static_cast<size_t>(schedule.chunks), schedule.microbatches);
   const int64_t heap_at_start = tracing_ ? heap_bytes_in_use() : 0;
   const auto begin = std::chrono::steady_clock::now();
   const auto now_us = [&] {
@@ -89,6 +90,8 @@ double PipelineExecutor::run(const Schedule& schedule, const StageFunctions& sta
         break;
       }
       case ActionKind::kBackward: {
+        const bool last = --backwards_left[static_cast<size_t>(a.chunk)] == 0;
+        if (stage.before_backward) stage.before_backward(a.chunk, a.microbatch, last);
         if (s == last_stage) {
           slot.output.backward();
         } else {

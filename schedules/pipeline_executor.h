@@ -27,6 +27,9 @@ namespace triax {
 struct StageFunctions {
   std::function<torch::Tensor(int chunk, int microbatch, const torch::Tensor& input)> forward;
   std::function<torch::Tensor(int microbatch, const torch::Tensor& output)> loss;
+  /// Optional: called before each backward; `last` is true for the chunk's final backward of
+  /// the step (where data-parallel gradient sync should start).
+  std::function<void(int chunk, int microbatch, bool last)> before_backward;
 };
 
 /// One action as it ran: what, and its start and end in microseconds since the step began.

@@ -1,0 +1,94 @@
+#include "tools/gpt_trainer.h"
+
+#include "core/error.h"
+#include "models/gpt_stages.h"
+#include "parallel/grad_norm.h"
+#include "parallel/shard_spec.h"
+#include "tools/pipeline_plan.h"
+
+namespace triax {
+
+GptTrainer::GptTrainer(const Config& config, ParallelContext& context)
+    : config_(config),
+      context_(context),
+      plan_(BatchPlan::create(config.train, context.dp_size())),
+      schedule_(schedule_from_config(config, context.dp_size())) {
+  check_gpt_layout(config_);
+  const int p = context_.pp_size();
+  const int v = schedule_.chunks;
+  const GptOptions whole =
+      GptOptions::from_config(config_.model, static_cast<uint64_t>(config_.train.seed));
+  const auto ranges = split_layers(whole.layers, p * v, config_.schedule.layer_boundaries);
+  for (int c = 0; c < v; ++c) {
+    const int stage = c * p + context_.pp_rank();
+    chunks_.emplace_back(gpt_stage_options(whole, stage, ranges), context_.tp());
+    const auto specs = collect_shard_specs(*chunks_.back());
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    for (const auto& item : chunks_.back()->named_parameters()) {
+      named.emplace_back(item.key(), item.value());
+      params_.push_back(item.value());
+      // Count each parameter of the whole model once in the gradient norm (see grad_norm.h).
+      const bool sharded = specs.count(item.key()) != 0;
+      const bool tied_copy = item.key() == "token_embedding.weight" && stage != 0;
+      counted_in_norm_.push_back(!tied_copy && (sharded || context_.tp_rank() == 0));
+    }
+    ddp_.push_back(std::make_unique<DistributedDataParallel>(
+        std::move(named), context_.dp(),
+        DdpOptions{config_.ddp.bucket_mb, config_.ddp.allow_unused}));
+    ddp_.back()->broadcast_parameters();
+  }
+  const TrainConfig& t = config_.train;
+  if (t.optimizer == "adamw") {
+    optimizer_ = std::make_unique<torch::optim::AdamW>(
+        params_, torch::optim::AdamWOptions(t.lr).weight_decay(t.weight_decay));
+  } else {
+    optimizer_ = std::make_unique<torch::optim::SGD>(
+        params_, torch::optim::SGDOptions(t.lr).momentum(t.momentum).weight_decay(t.weight_decay));
+  }
+  executor_ = std::make_unique<PipelineExecutor>(
+      context_.pp(),
+      std::vector<int64_t>{plan_.micro_batch, config_.model.seq_len, config_.model.hidden});
+}
+
+double GptTrainer::step(const torch::Tensor& tokens) {
+  TRIAX_CHECK(tokens.dim() == 2 && tokens.size(0) == plan_.global_batch &&
+                  tokens.size(1) == config_.model.seq_len + 1,
+              "expected tokens [", plan_.global_batch, ", ", config_.model.seq_len + 1, "], got ",
+              tokens.sizes());
+  for (auto& ddp : ddp_) ddp->zero_grad();
+  const torch::Tensor local =
+      tokens.narrow(0, context_.dp_rank() * plan_.local_batch, plan_.local_batch);
+  const int64_t mb = plan_.micro_batch;
+  const int64_t seq = config_.model.seq_len;
+  StageFunctions stage;
+  stage.forward = [&](int chunk, int i, const torch::Tensor& input) {
+    Gpt& part = chunks_[static_cast<size_t>(chunk)];
+    return part->run_layers(
+        input.defined() ? input : part->embed(local.narrow(0, i * mb, mb).narrow(1, 0, seq)));
+  };
+  stage.loss = [&](int i, const torch::Tensor& output) {
+    return chunks_.back()->loss_from_hidden(output, local.narrow(0, i * mb, mb).narrow(1, 1, seq));
+  };
+  stage.before_backward = [&](int chunk, int, bool last) {
+    ddp_[static_cast<size_t>(chunk)]->set_sync(last);
+  };
+  double loss = executor_->run(schedule_, stage);
+  exposed_ = 0;
+  for (auto& ddp : ddp_) {
+    ddp->finish();
+    exposed_ += ddp->exposed_seconds();
+  }
+  all_reduce_tied_embedding_grads(chunks_, context_.embedding());
+  std::vector<torch::Tensor> grads, counted;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    grads.push_back(params_[k].grad());
+    if (counted_in_norm_[k]) counted.push_back(params_[k].grad());
+  }
+  grad_norm_ = clip_grad_norm(grads, counted, config_.train.clip_grad, context_.model_parallel());
+  optimizer_->step();
+  torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
+  context_.dp().all_reduce(mean, ReduceOp::kAvg);
+  return mean.item<double>();
+}
+
+}  // namespace triax

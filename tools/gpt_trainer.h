@@ -1,0 +1,52 @@
+// defines: triax::GptTrainer
+//
+// One optimizer step of the GPT with all three axes composed, on one rank:
+//   this dp rank's share of the global batch -> micro-batches -> the pipeline schedule over this
+//   rank's chunks (each tp-sharded) -> per-chunk bucketed DDP over the dp group, syncing during
+//   each chunk's last backward -> tied-embedding gradient sum over the embedding group ->
+//   global-norm clipping over the model-parallel group -> optimizer step.
+// The loss returned is the mean over the global batch, the same on every rank. Everything is
+// configured by the YAML (model, parallel, train, schedule, ddp).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/batch_plan.h"
+#include "core/config.h"
+#include "models/gpt.h"
+#include "parallel/distributed_data_parallel.h"
+#include "parallel/parallel_context.h"
+#include "schedules/pipeline_executor.h"
+
+namespace triax {
+
+class GptTrainer {
+ public:
+  GptTrainer(const Config& config, ParallelContext& context);
+
+  /// One step on `tokens` [global_batch, seq_len + 1] (identical on every rank: inputs are
+  /// tokens[:, :-1], targets tokens[:, 1:]). Returns the global mean loss.
+  double step(const torch::Tensor& tokens);
+
+  double last_grad_norm() const { return grad_norm_; }
+  double last_exposed_comm_seconds() const { return exposed_; }
+  std::vector<Gpt>& chunks() { return chunks_; }
+  const Schedule& schedule() const { return schedule_; }
+
+ private:
+  Config config_;
+  ParallelContext& context_;
+  BatchPlan plan_;
+  Schedule schedule_;
+  std::vector<Gpt> chunks_;
+  std::vector<std::unique_ptr<DistributedDataParallel>> ddp_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<PipelineExecutor> executor_;
+  std::vector<torch::Tensor> params_;
+  std::vector<bool> counted_in_norm_;
+  double grad_norm_ = 0;
+  double exposed_ = 0;
+};
+
+}  // namespace triax
