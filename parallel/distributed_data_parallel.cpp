@@ -1,5 +1,6 @@
 #include "parallel/distributed_data_parallel.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/error.h"
@@ -10,7 +11,10 @@ DistributedDataParallel::DistributedDataParallel(
     std::vector<std::pair<std::string, torch::Tensor>> parameters, Communicator& dp,
     DdpOptions options)
     : params_(std::move(parameters)), dp_(dp), options_(options) {
+  // As PyTorch's DDP: the first bucket (the last layers, whose gradients come first) is capped
+  // at 1 MiB so that communication starts early in backward; the others hold bucket_mb.
   const double limit = options_.bucket_mb * 1024 * 1024;
+  const double first_limit = std::min(limit, 1024.0 * 1024.0);
   bucket_of_.assign(params_.size(), 0);
   seen_.assign(params_.size(), false);
   views_.resize(params_.size());
@@ -21,7 +25,7 @@ DistributedDataParallel::DistributedDataParallel(
     const torch::Tensor& p = params_[k].second;
     TRIAX_CHECK(p.scalar_type() == params_.front().second.scalar_type(), "DDP needs one dtype");
     const double size = static_cast<double>(p.numel() * p.element_size());
-    if (!groups.back().empty() && bytes + size > limit) {
+    if (!groups.back().empty() && bytes + size > (groups.size() == 1 ? first_limit : limit)) {
       groups.emplace_back();
       bytes = 0;
     }
@@ -93,6 +97,11 @@ void DistributedDataParallel::on_gradient(size_t index) {
   if (have_pending_) mark_final(pending_index_);  // its accumulation has completed by now
   pending_index_ = index;
   have_pending_ = true;
+  // MPI has no progress thread: a posted all-reduce advances only inside MPI calls, so backward
+  // drives the in-flight buckets forward as it goes.
+  for (auto& bucket : buckets_) {
+    if (bucket.work) bucket.work->is_completed();
+  }
 }
 
 void DistributedDataParallel::mark_final(size_t index) {

@@ -2,8 +2,11 @@
 //
 // Bucketed data-parallel gradient averaging that overlaps backward (PyTorch DDP's three ideas):
 //  - Buckets: parameters are grouped, in reverse order of registration (roughly the order their
-//    gradients are produced in backward), into contiguous buffers of about bucket_mb; each
-//    parameter's .grad is a view into its bucket, so accumulation writes straight into it.
+//    gradients are produced in backward), into contiguous buffers of about bucket_mb (the first
+//    at most 1 MiB, as PyTorch); each parameter's .grad is a view into its bucket, so
+//    accumulation writes straight into it.
+//  - Progress: every hook also tests the in-flight buckets, because MPI advances a non-blocking
+//    collective only inside MPI calls.
 //  - Overlap: during the backward of the last micro-batch, as soon as every gradient of a bucket
 //    is final, its all-reduce (average over dp) starts, non-blocking, while backward goes on.
 //  - No sync on earlier micro-batches: they only accumulate.
