@@ -76,7 +76,8 @@ struct TrainConfig {
 };
 
 struct DdpConfig {
-  /// Gradient bucket size in MiB (all-reduced as soon as a bucket's gradients are final). Default 25.
+  /// Gradient bucket size in MiB (all-reduced as soon as a bucket's gradients are final).
+  /// Default 25.
   double bucket_mb = 25.0;
   /// A parameter that gets no gradient in a step counts as zero instead of an error. Default false.
   bool allow_unused = false;

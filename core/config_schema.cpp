@@ -45,7 +45,8 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("log_every", c.train.log_every, kNonNegative, "print progress every N steps");
     v.field("threads", c.train.threads, IntRule{0, 1024},
             "compute threads per rank; 0 = node cores / local ranks");
-    v.field("clip_grad", c.train.clip_grad, RealRule{0.0, 1e6}, "global gradient-norm clip; 0 = off");
+    v.field("clip_grad", c.train.clip_grad, RealRule{0.0, 1e6},
+            "global gradient-norm clip; 0 = off");
   });
   v.section("schedule", [&] {
     v.field("name", c.schedule.name, {"gpipe", "1f1b", "interleaved"}, "pipeline schedule");
@@ -58,7 +59,8 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("trace", c.schedule.trace, {}, "Chrome trace JSON path; empty = none");
   });
   v.section("ddp", [&] {
-    v.field("bucket_mb", c.ddp.bucket_mb, RealRule{0.0, 4096.0, true}, "gradient bucket size (MiB)");
+    v.field("bucket_mb", c.ddp.bucket_mb, RealRule{0.0, 4096.0, true},
+            "gradient bucket size (MiB)");
     v.field("allow_unused", c.ddp.allow_unused, "treat a parameter without gradient as zero");
   });
   v.section("data", [&] {
