@@ -3,7 +3,8 @@
 // The simple form of data parallelism: replicas start equal (parameters broadcast from dp-rank
 // 0) and stay equal (after backward every gradient is averaged over the DP group, so each rank
 // applies the same update). All of a step's all-reduces are started before any is waited on.
-// Bucketed DDP that overlaps backward replaces average_gradients later.
+// The MLP trainer uses it; the GPT uses DistributedDataParallel (buckets overlapped with
+// backward), and the DDP benchmark compares the two.
 #pragma once
 
 #include <torch/torch.h>

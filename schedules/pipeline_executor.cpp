@@ -29,7 +29,10 @@ PipelineExecutor::PipelineExecutor(Communicator& pp, std::vector<int64_t> activa
 double PipelineExecutor::run(const Schedule& schedule, const StageFunctions& stage) {
   TRIAX_CHECK(schedule.stages == pp_.size(), "schedule for ", schedule.stages,
               " stages on a pipeline group of ", pp_.size());
-  check_schedule(schedule);
+  if (!(schedule == checked_)) {
+    check_schedule(schedule);
+    checked_ = schedule;
+  }
   // MPI guarantees tags up to 32767.
   TRIAX_CHECK(message_tag(schedule.total_stages(), 0, schedule.microbatches, false) < 32767,
               "too many stages x micro-batches for message tags: ", schedule.total_stages(), " x ",

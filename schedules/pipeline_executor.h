@@ -48,8 +48,9 @@ class PipelineExecutor {
   PipelineExecutor(Communicator& pp, std::vector<int64_t> activation_shape,
                    torch::ScalarType dtype = torch::kFloat);
 
-  /// Checks `schedule` (throws before any communication if it is invalid), runs this rank's
-  /// actions and returns the mean loss over the micro-batches, on every pipeline rank.
+  /// Checks `schedule` (throws before any communication if it is invalid; a schedule equal to
+  /// the last one checked is not checked again, so a training loop pays for it once), runs
+  /// this rank's actions and returns the mean loss over the micro-batches, on every pipeline rank.
   double run(const Schedule& schedule, const StageFunctions& stage);
 
   /// Record each action's timing in the next runs (for traces).
@@ -66,6 +67,7 @@ class PipelineExecutor {
   std::vector<int64_t> shape_;
   torch::ScalarType dtype_;
   bool tracing_ = false;
+  Schedule checked_;  // the last schedule that passed check_schedule
   std::vector<TraceEvent> trace_;
   int peak_live_ = 0;
   int64_t peak_bytes_ = 0;

@@ -49,6 +49,10 @@ struct Schedule {
   std::vector<std::vector<Action>> ranks;  ///< per pipeline rank, in order
 
   int stage_of(int rank, int chunk) const { return chunk * stages + rank; }
+  bool operator==(const Schedule& other) const {
+    return name == other.name && stages == other.stages && microbatches == other.microbatches &&
+           chunks == other.chunks && ranks == other.ranks;
+  }
   int total_stages() const { return stages * chunks; }
   /// Rank x time-slot table of the compute actions ("F0" = forward of micro-batch 0, "B1c1" =
   /// backward of micro-batch 1 on chunk 1), one line per rank.

@@ -4,6 +4,7 @@
 #include "models/gpt_stages.h"
 #include "parallel/grad_norm.h"
 #include "parallel/shard_spec.h"
+#include "tools/optimizer.h"
 #include "tools/pipeline_plan.h"
 
 namespace triax {
@@ -37,14 +38,7 @@ GptTrainer::GptTrainer(const Config& config, ParallelContext& context)
         DdpOptions{config_.ddp.bucket_mb, config_.ddp.allow_unused}));
     ddp_.back()->broadcast_parameters();
   }
-  const TrainConfig& t = config_.train;
-  if (t.optimizer == "adamw") {
-    optimizer_ = std::make_unique<torch::optim::AdamW>(
-        params_, torch::optim::AdamWOptions(t.lr).weight_decay(t.weight_decay));
-  } else {
-    optimizer_ = std::make_unique<torch::optim::SGD>(
-        params_, torch::optim::SGDOptions(t.lr).momentum(t.momentum).weight_decay(t.weight_decay));
-  }
+  optimizer_ = make_optimizer(config_.train, params_);
   executor_ = std::make_unique<PipelineExecutor>(
       context_.pp(),
       std::vector<int64_t>{plan_.micro_batch, config_.model.seq_len, config_.model.hidden});

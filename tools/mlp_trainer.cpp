@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "parallel/data_parallel.h"
+#include "tools/optimizer.h"
 
 namespace triax {
 namespace {
@@ -18,16 +19,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& train, Mlp& model) {
-  if (train.optimizer == "adamw") {
-    return std::make_unique<torch::optim::AdamW>(
-        model->parameters(), torch::optim::AdamWOptions(train.lr).weight_decay(train.weight_decay));
-  }
-  return std::make_unique<torch::optim::SGD>(
-      model->parameters(),
-      torch::optim::SGDOptions(train.lr).momentum(train.momentum).weight_decay(train.weight_decay));
 }
 
 }  // namespace
@@ -61,7 +52,7 @@ MlpTrainer::MlpTrainer(const Config& config, ParallelContext& context)
   torch::manual_seed(static_cast<uint64_t>(config_.train.seed));
   model_ = Mlp(MlpOptions(kImagePixels, config_.model.mlp_hidden, kClasses));
   broadcast_parameters(*model_, context_.dp());
-  optimizer_ = make_optimizer(config_.train, model_);
+  optimizer_ = make_optimizer(config_.train, model_->parameters());
 }
 
 double MlpTrainer::train_step(const std::vector<int64_t>& rank_indices, int64_t step_in_epoch) {

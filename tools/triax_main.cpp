@@ -111,7 +111,11 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     log::info(layout.table() + "resolved configuration:\n" + to_yaml(config));
     if (!config.run.dir.empty() && context.rank() == 0) {
       std::filesystem::create_directories(config.run.dir);
-      std::ofstream(config.run.dir + "/config.resolved.yaml") << to_yaml(config);
+      const std::string path = config.run.dir + "/config.resolved.yaml";
+      std::ofstream file(path);
+      file << to_yaml(config);
+      if (!file) throw Error(str(path, ": cannot write the resolved configuration (run.dir)"));
+      log::info(str("resolved configuration written to ", path));
     }
     MlpTrainer trainer(config, context);
     trainer.train();
