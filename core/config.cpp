@@ -259,6 +259,10 @@ class YamlWriter : public ConfigVisitor {
 // One line per key: name, type and valid values, default, meaning.
 class KeyDescriber : public ConfigVisitor {
  public:
+  explicit KeyDescriber(bool markdown) : markdown_(markdown) {
+    if (markdown_)
+      out_ << "| key | valid values | default | meaning |\n| --- | --- | --- | --- |\n";
+  }
   std::string text() const { return out_.str(); }
   void section(const std::string& key, const std::function<void()>& body) override {
     section_ = key;
@@ -285,9 +289,20 @@ class KeyDescriber : public ConfigVisitor {
  private:
   void line(const std::string& key, const std::string& valid, const std::string& default_value,
             const char* doc) {
-    out_ << section_ << "." << key << "  (" << valid << "; default " << default_value << ")  "
-         << doc << "\n";
+    if (markdown_) {
+      out_ << "| `" << section_ << "." << key << "` | " << escape(valid) << " | `" << default_value
+           << "` | " << escape(doc) << " |\n";
+    } else {
+      out_ << section_ << "." << key << "  (" << valid << "; default " << default_value << ")  "
+           << doc << "\n";
+    }
   }
+  static std::string escape(const std::string& text) {  // a '|' would end a table cell
+    std::string out;
+    for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+    return out;
+  }
+  bool markdown_;
   std::string section_;
   std::ostringstream out_;
 };
@@ -379,7 +394,14 @@ std::string to_yaml(const Config& config) {
 
 std::string describe_config_keys() {
   Config defaults;
-  KeyDescriber describer;
+  KeyDescriber describer(false);
+  visit_config(defaults, describer);
+  return describer.text();
+}
+
+std::string describe_config_markdown() {
+  Config defaults;
+  KeyDescriber describer(true);
   visit_config(defaults, describer);
   return describer.text();
 }

@@ -73,6 +73,23 @@ struct TrainConfig {
   int64_t threads = 0;
   /// Clip the global gradient norm to this value (0 = no clipping). Default 0.
   double clip_grad = 0.0;
+  /// AdamW's first-moment decay. Default 0.9.
+  double beta1 = 0.9;
+  /// AdamW's second-moment decay. Default 0.999.
+  double beta2 = 0.999;
+  /// AdamW's denominator epsilon. Default 1e-8.
+  double eps = 1e-8;
+  /// Steps of linear learning-rate warm-up from 0 to lr. Default 0.
+  int64_t warmup_steps = 0;
+  /// After warm-up: "constant", "cosine" or "linear" decay from lr to min_lr at the last step.
+  /// Default "constant".
+  std::string lr_decay = "constant";
+  /// The learning-rate floor of the decay. Default 0.
+  double min_lr = 0.0;
+  /// Evaluate on the held-out split every N steps (0 = only at the end). Default 0.
+  int64_t eval_every = 0;
+  /// Global batches of the held-out split per evaluation (0 = all of it). Default 8.
+  int64_t eval_batches = 8;
 };
 
 struct DdpConfig {
@@ -94,6 +111,8 @@ struct ScheduleConfig {
   std::vector<int64_t> layer_boundaries = {};
   /// Chrome trace-event JSON of each pipeline action per rank; "" = none. Default "".
   std::string trace = "";
+  /// The optimizer step whose pipeline actions the trace records (1 = the first). Default 2.
+  int64_t trace_step = 2;
 };
 
 struct DataConfig {
@@ -103,11 +122,37 @@ struct DataConfig {
   int64_t train_samples = 0;
   /// Use only the first N test samples (0 = all 10000). Default 0.
   int64_t test_samples = 0;
+  /// GPT: folder written by `triax prepare-data` (train.tok, val.tok). Default "data/fortunes".
+  std::string tokens = "data/fortunes";
+};
+
+struct SampleConfig {
+  /// GPT: bytes of text generated from `prompt` at the end of training (0 = none). Default 200.
+  int64_t tokens = 200;
+  /// GPT: the text generation starts from. Default "The ".
+  std::string prompt = "The ";
+  /// GPT: sample among the k most likely tokens; 1 = greedy. Default 1.
+  int64_t top_k = 1;
+  /// GPT: softmax temperature for top_k > 1. Default 1.
+  double temperature = 1.0;
+};
+
+struct CommConfig {
+  /// Collective backend: "mpi" (MPICH; mpirun, srun --mpi=pmi2), "tcp" (LibTorch's Gloo over a
+  /// TCP store at MASTER_ADDR:MASTER_PORT; torchrun), or "auto" (tcp under torchrun, else mpi).
+  /// Default "auto".
+  std::string backend = "auto";
+  /// tcp: seconds to wait for every rank to join the store and for any collective. Default 120.
+  int64_t timeout_s = 120;
 };
 
 struct RunConfig {
-  /// Directory for the run's outputs (resolved config); "" = write nothing. Default "".
+  /// Directory for the run's outputs (resolved config, metrics.jsonl, samples); "" = write
+  /// nothing. Default "".
   std::string dir = "";
+  /// Peak TFLOP/s of one rank's hardware for MFU (e.g. a GPU's datasheet figure); 0 = measure
+  /// an fp32 matmul on all cores of each node at start-up (CPU). Default 0.
+  double peak_tflops = 0.0;
 };
 
 struct Config {
@@ -117,6 +162,8 @@ struct Config {
   ScheduleConfig schedule;
   DdpConfig ddp;
   DataConfig data;
+  SampleConfig sample;
+  CommConfig comm;
   RunConfig run;
 };
 
@@ -133,5 +180,8 @@ std::string to_yaml(const Config& config);
 
 /// Every key with its type, default and meaning, one per line (`triax config --describe`).
 std::string describe_config_keys();
+
+/// The same as a Markdown table (`triax config --describe --markdown`; docs/config.md).
+std::string describe_config_markdown();
 
 }  // namespace triax

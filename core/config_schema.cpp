@@ -47,6 +47,18 @@ void visit_config(Config& c, ConfigVisitor& v) {
             "compute threads per rank; 0 = node cores / local ranks");
     v.field("clip_grad", c.train.clip_grad, RealRule{0.0, 1e6},
             "global gradient-norm clip; 0 = off");
+    v.field("beta1", c.train.beta1, RealRule{0.0, 1.0}, "AdamW first-moment decay");
+    v.field("beta2", c.train.beta2, RealRule{0.0, 1.0}, "AdamW second-moment decay");
+    v.field("eps", c.train.eps, RealRule{0.0, 1.0, true}, "AdamW epsilon");
+    v.field("warmup_steps", c.train.warmup_steps, kNonNegative,
+            "linear learning-rate warm-up steps from 0 to lr");
+    v.field("lr_decay", c.train.lr_decay, {"constant", "cosine", "linear"},
+            "decay after warm-up, from lr to min_lr at the last step");
+    v.field("min_lr", c.train.min_lr, RealRule{0.0, 10.0}, "learning-rate floor of the decay");
+    v.field("eval_every", c.train.eval_every, kNonNegative,
+            "evaluate on the held-out split every N steps; 0 = at the end only");
+    v.field("eval_batches", c.train.eval_batches, kNonNegative,
+            "global batches per evaluation; 0 = the whole held-out split");
   });
   v.section("schedule", [&] {
     v.field("name", c.schedule.name, {"gpipe", "1f1b", "interleaved"}, "pipeline schedule");
@@ -57,6 +69,7 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("layer_boundaries", c.schedule.layer_boundaries, kPositive,
             "first layer of stages 1..; empty = balanced");
     v.field("trace", c.schedule.trace, {}, "Chrome trace JSON path; empty = none");
+    v.field("trace_step", c.schedule.trace_step, kPositive, "the step the trace records");
   });
   v.section("ddp", [&] {
     v.field("bucket_mb", c.ddp.bucket_mb, RealRule{0.0, 4096.0, true},
@@ -69,8 +82,30 @@ void visit_config(Config& c, ConfigVisitor& v) {
             "use only the first N training samples; 0 = all");
     v.field("test_samples", c.data.test_samples, kNonNegative,
             "use only the first N test samples; 0 = all");
+    v.field("tokens", c.data.tokens, {},
+            "GPT: folder from `triax prepare-data` (train.tok, val.tok)");
   });
-  v.section("run", [&] { v.field("dir", c.run.dir, {}, "output directory; empty = none"); });
+  v.section("sample", [&] {
+    v.field("tokens", c.sample.tokens, IntRule{0, 100000},
+            "GPT: bytes generated from the prompt after training; 0 = none");
+    v.field("prompt", c.sample.prompt, {}, "GPT: text the generation starts from");
+    v.field("top_k", c.sample.top_k, IntRule{1, 1 << 20},
+            "GPT: sample among the k likeliest; 1 = greedy");
+    v.field("temperature", c.sample.temperature, RealRule{0.0, 100.0, true},
+            "GPT: softmax temperature when top_k > 1");
+  });
+  v.section("comm", [&] {
+    v.field("backend", c.comm.backend, {"auto", "mpi", "tcp"},
+            "collectives: mpi (mpirun, srun), tcp (Gloo over torchrun's store), auto");
+    v.field("timeout_s", c.comm.timeout_s, IntRule{1, 86400},
+            "tcp: seconds to wait for ranks to join and for a collective");
+  });
+  v.section("run", [&] {
+    v.field("dir", c.run.dir, {},
+            "output directory (config, metrics.jsonl, samples); empty = none");
+    v.field("peak_tflops", c.run.peak_tflops, RealRule{0.0, 1e6},
+            "one rank's peak TFLOP/s for MFU; 0 = measure each node's matmul peak");
+  });
 }
 
 }  // namespace triax

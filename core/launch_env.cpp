@@ -84,6 +84,9 @@ LaunchEnv detect_launch(const EnvMap& env) {
     launch.local_world_size = int_var(env, "LOCAL_WORLD_SIZE", launch.world_size, 1);
     launch.master_addr = string_var(env, "MASTER_ADDR");
     launch.master_port = int_var(env, "MASTER_PORT", 0, 0);
+    const std::string agent = string_var(env, "TORCHELASTIC_USE_AGENT_STORE");
+    launch.agent_store = torchrun && (agent == "True" || agent == "true" || agent == "1");
+    launch.restart_count = int_var(env, "TORCHELASTIC_RESTART_COUNT", 0, 0);
     check_rank_in_world(launch, "RANK", "WORLD_SIZE");
   } else if (has(env, "HYDI_CONTROL_FD") || has(env, "MPI_LOCALRANKID")) {
     launch.launcher = Launcher::kHydra;

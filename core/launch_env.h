@@ -30,6 +30,10 @@ struct LaunchEnv {
   int local_world_size = 1;  ///< processes on this node
   std::string master_addr;   ///< torchrun/env rendezvous address (empty otherwise)
   int master_port = 0;       ///< torchrun/env rendezvous port (0 otherwise)
+  /// torchrun's agent already serves the TCP store at master_addr:master_port; ranks join it
+  /// as clients under the prefix "/worker/attempt_<restart_count>".
+  bool agent_store = false;
+  int restart_count = 0;  ///< torchrun: TORCHELASTIC_RESTART_COUNT
 
   /// One line for logs: "mpirun rank 2 of 4 (local 2 of 4)".
   std::string describe() const;

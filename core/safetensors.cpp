@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace triax {
@@ -85,24 +86,15 @@ void save_safetensors(const std::string& path, const SafetensorsFile& file) {
   header += "}";
   header.append((8 - header.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned
 
-  const std::string temporary = path + ".tmp";
-  std::FILE* out = std::fopen(temporary.c_str(), "wb");
-  if (out == nullptr) throw Error(str(path, ": cannot write: ", std::strerror(errno)));
+  AtomicFile out(path);
   const uint64_t size = header.size();
   unsigned char prefix[8];
   for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(size >> (8 * i));
-  bool ok = std::fwrite(prefix, 1, 8, out) == 8 &&
-            std::fwrite(header.data(), 1, header.size(), out) == header.size();
-  for (const auto& t : data) {
-    const size_t bytes = static_cast<size_t>(t.numel() * t.element_size());
-    ok = ok && std::fwrite(t.data_ptr(), 1, bytes, out) == bytes;
-  }
-  ok = ok && std::fflush(out) == 0 && ::fsync(fileno(out)) == 0;
-  ok = (std::fclose(out) == 0) && ok;
-  if (!ok || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw Error(str(path, ": write failed: ", std::strerror(errno)));
-  }
+  out.write(prefix, 8);
+  out.write(header.data(), header.size());
+  for (const auto& t : data)
+    out.write(t.data_ptr(), static_cast<size_t>(t.numel() * t.element_size()));
+  out.commit();
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {

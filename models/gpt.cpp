@@ -183,9 +183,12 @@ torch::Tensor GptImpl::loss(const torch::Tensor& ids, const torch::Tensor& targe
   return loss_from_hidden(run_layers(embed(ids)), targets);
 }
 
+torch::Tensor GptImpl::logits_from_hidden(const torch::Tensor& h) {
+  return all_gather_last_dim(local_logits(h), *tp_).narrow(-1, 0, options_.vocab);
+}
+
 torch::Tensor GptImpl::full_logits(const torch::Tensor& ids) {
-  const torch::Tensor logits = all_gather_last_dim(local_logits(run_layers(embed(ids))), *tp_);
-  return logits.narrow(-1, 0, options_.vocab);
+  return logits_from_hidden(run_layers(embed(ids)));
 }
 
 }  // namespace triax

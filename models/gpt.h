@@ -80,6 +80,9 @@ class GptImpl : public torch::nn::Module {
                                  int64_t ignore_index = -100);
   /// The whole model: ids and targets [b, s] -> mean loss (needs both ends).
   torch::Tensor loss(const torch::Tensor& ids, const torch::Tensor& targets);
+  /// Final norm and head, gathered over tp: [b, s, hidden] -> logits [b, s, vocab] (needs
+  /// has_head; generation).
+  torch::Tensor logits_from_hidden(const torch::Tensor& h);
   /// Full logits [b, s, vocab], gathered over tp (generation, tests): not for training.
   torch::Tensor full_logits(const torch::Tensor& ids);
 

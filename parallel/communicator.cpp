@@ -38,4 +38,20 @@ torch::Tensor Communicator::reduce_scatter(const torch::Tensor& input, ReduceOp 
   return output;
 }
 
+void Communicator::check_peer(int peer, const char* what) const {
+  TRIAX_CHECK(peer >= 0 && peer < size(), what, ": peer rank ", peer, " is not in [0, ", size(),
+              ")");
+}
+
+void Communicator::check_stacked(const torch::Tensor& big, const torch::Tensor& small,
+                                 const char* what) const {
+  TRIAX_CHECK(big.scalar_type() == small.scalar_type(), what, ": dtypes differ");
+  const bool gather = std::string(what) == "all_gather";
+  TRIAX_CHECK(small.dim() >= 1 && big.dim() == small.dim() &&
+                  big.size(0) == small.size(0) * size() &&
+                  big.sizes().slice(1) == small.sizes().slice(1),
+              what, ": ", gather ? "output" : "input", " shape ", big.sizes(), " must be [", size(),
+              " * dim0, ...] of ", gather ? "input" : "output", " shape ", small.sizes());
+}
+
 }  // namespace triax

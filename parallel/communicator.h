@@ -74,6 +74,12 @@ class Communicator {
     irecv(std::move(tensor), src, tag)->wait();
   }
   void barrier() { barrier_async()->wait(); }
+
+ protected:
+  // Argument checks every backend shares, so a mistake reads the same whichever runs.
+  void check_peer(int peer, const char* what) const;
+  /// `big` must be [size * small.size(0), small.shape[1:]...] of `small`'s dtype.
+  void check_stacked(const torch::Tensor& big, const torch::Tensor& small, const char* what) const;
 };
 
 }  // namespace triax

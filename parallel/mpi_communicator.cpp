@@ -181,10 +181,6 @@ MpiCommunicator::~MpiCommunicator() {
   if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
 }
 
-void MpiCommunicator::check_peer(int peer, const char* what) const {
-  TRIAX_CHECK(peer >= 0 && peer < size_, what, ": peer rank ", peer, " is not in [0, ", size_, ")");
-}
-
 WorkPtr MpiCommunicator::all_reduce_async(torch::Tensor tensor, ReduceOp op) {
   check_cpu(tensor, "all_reduce");
   check_reducible(tensor, op, "all_reduce");
@@ -201,12 +197,7 @@ WorkPtr MpiCommunicator::all_reduce_async(torch::Tensor tensor, ReduceOp op) {
 WorkPtr MpiCommunicator::all_gather_async(torch::Tensor output, torch::Tensor input) {
   check_cpu(input, "all_gather");
   check_cpu(output, "all_gather");
-  TRIAX_CHECK(output.scalar_type() == input.scalar_type(), "all_gather: dtypes differ");
-  TRIAX_CHECK(input.dim() >= 1 && output.dim() == input.dim() &&
-                  output.size(0) == input.size(0) * size_ &&
-                  output.sizes().slice(1) == input.sizes().slice(1),
-              "all_gather: output shape ", output.sizes(), " must be [", size_,
-              " * dim0, ...] of input shape ", input.sizes());
+  check_stacked(output, input, "all_gather");
   torch::Tensor send = input.contiguous();
   torch::Tensor recv = output.contiguous();
   const MPI_Datatype type = mpi_type(send.scalar_type());
@@ -223,12 +214,7 @@ WorkPtr MpiCommunicator::reduce_scatter_async(torch::Tensor output, torch::Tenso
   check_cpu(input, "reduce_scatter");
   check_cpu(output, "reduce_scatter");
   check_reducible(input, op, "reduce_scatter");
-  TRIAX_CHECK(output.scalar_type() == input.scalar_type(), "reduce_scatter: dtypes differ");
-  TRIAX_CHECK(input.dim() >= 1 && output.dim() == input.dim() &&
-                  input.size(0) == output.size(0) * size_ &&
-                  output.sizes().slice(1) == input.sizes().slice(1),
-              "reduce_scatter: input shape ", input.sizes(), " must be [", size_,
-              " * dim0, ...] of output shape ", output.sizes());
+  check_stacked(input, output, "reduce_scatter");
   torch::Tensor send = reduce_buffer(input);
   torch::Tensor recv = reduce_buffer(output);
   const MPI_Datatype type = mpi_type(send.scalar_type());

@@ -46,7 +46,6 @@ class MpiCommunicator : public Communicator {
   std::unique_ptr<Communicator> split(int color, int key) override;
 
  private:
-  void check_peer(int peer, const char* what) const;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;

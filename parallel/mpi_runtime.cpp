@@ -18,7 +18,8 @@ std::string launch_mismatch(const LaunchEnv& launch, int mpi_rank, int mpi_size)
     case Launcher::kTorchrun:
       return str(
           seen, ": MPICH cannot join torchrun's processes into one world. Launch with `mpirun -np ",
-          n, " triax ...`, or under Slurm `srun --mpi=pmi2 -n ", n, " triax ...`.");
+          n, " triax ...`, or under Slurm `srun --mpi=pmi2 -n ", n,
+          " triax ...`, or keep torchrun with comm.backend: tcp (or auto).");
     case Launcher::kSrun:
       return str(seen,
                  ": the job step has no PMI that MPICH understands (Debian's MPICH has no "
@@ -28,7 +29,9 @@ std::string launch_mismatch(const LaunchEnv& launch, int mpi_rank, int mpi_size)
       return str(seen,
                  ": RANK/WORLD_SIZE were set by hand, but the MPI backend needs an MPI "
                  "launcher. Launch with `mpirun -np ",
-                 n, " triax ...`, or unset RANK and WORLD_SIZE.");
+                 n,
+                 " triax ...`, or unset RANK and WORLD_SIZE, or set comm.backend: tcp with "
+                 "MASTER_ADDR and MASTER_PORT.");
     case Launcher::kHydra:
     case Launcher::kSingle:
       break;

@@ -55,6 +55,7 @@ class PipelineExecutor {
 
   /// Record each action's timing in the next runs (for traces).
   void set_tracing(bool on) { tracing_ = on; }
+  bool tracing() const { return tracing_; }
   /// The last run's actions, in order (empty unless tracing).
   const std::vector<TraceEvent>& trace() const { return trace_; }
   /// Peak number of micro-batches whose activations this rank held in the last run.

@@ -95,6 +95,19 @@ Schedule gpipe(int stages, int microbatches) {
   return with_communication("gpipe", stages, microbatches, 1, compute);
 }
 
+Schedule forward_only(int stages, int microbatches, int chunks) {
+  check_sizes(stages, microbatches, chunks);
+  std::vector<std::vector<Action>> compute(static_cast<size_t>(stages));
+  for (auto& actions : compute) {
+    for (int c = 0; c < chunks; ++c) {
+      for (int i = 0; i < microbatches; ++i) actions.push_back(forward(c, i));
+    }
+  }
+  Schedule schedule = with_communication("forward-only", stages, microbatches, chunks, compute);
+  schedule.backward = false;
+  return schedule;
+}
+
 Schedule one_f_one_b(int stages, int microbatches) {
   check_sizes(stages, microbatches, 1);
   std::vector<std::vector<Action>> compute(static_cast<size_t>(stages));

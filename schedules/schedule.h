@@ -1,5 +1,6 @@
 // defines: triax::ActionKind, triax::Action, triax::Schedule, triax::make_schedule,
-//          triax::gpipe, triax::one_f_one_b, triax::interleaved_one_f_one_b
+//          triax::gpipe, triax::one_f_one_b, triax::interleaved_one_f_one_b,
+//          triax::forward_only
 //
 // A pipeline schedule is data: for each rank, the ordered list of what it does. Nothing here
 // communicates, so a schedule can be printed, checked and costed before it runs.
@@ -47,11 +48,12 @@ struct Schedule {
   int microbatches = 1;                    ///< m
   int chunks = 1;                          ///< chunks per rank v
   std::vector<std::vector<Action>> ranks;  ///< per pipeline rank, in order
+  bool backward = true;                    ///< false: forwards only (evaluation, generation)
 
   int stage_of(int rank, int chunk) const { return chunk * stages + rank; }
   bool operator==(const Schedule& other) const {
     return name == other.name && stages == other.stages && microbatches == other.microbatches &&
-           chunks == other.chunks && ranks == other.ranks;
+           chunks == other.chunks && ranks == other.ranks && backward == other.backward;
   }
   int total_stages() const { return stages * chunks; }
   /// Rank x time-slot table of the compute actions ("F0" = forward of micro-batch 0, "B1c1" =
@@ -65,6 +67,10 @@ Schedule gpipe(int stages, int microbatches);
 Schedule one_f_one_b(int stages, int microbatches);
 /// Megatron's interleaved 1F1B with v chunks per rank; needs m % p == 0 and v >= 2.
 Schedule interleaved_one_f_one_b(int stages, int microbatches, int chunks);
+
+/// Forwards only, for evaluation and generation: each rank runs its chunks in order, every
+/// micro-batch of a chunk before the next chunk (stage order, so it cannot deadlock).
+Schedule forward_only(int stages, int microbatches, int chunks);
 
 /// By name ("gpipe", "1f1b", "interleaved"); throws ConfigError naming schedule.* keys when the
 /// combination is not supported.

@@ -152,7 +152,11 @@ void check_schedule(const Schedule& s) {
     }
     for (int c = 0; c < s.chunks; ++c) {
       for (int mb = 0; mb < s.microbatches; ++mb) {
-        if (!forwards.count({c, mb}) || !backwards.count({c, mb})) {
+        if (!s.backward && backwards.count({c, mb})) {
+          problems.push_back(str("rank ", r, ": chunk ", c, " micro-batch ", mb,
+                                 " has a backward in a forward-only schedule"));
+        }
+        if (!forwards.count({c, mb}) || (s.backward && !backwards.count({c, mb}))) {
           problems.push_back(str("rank ", r, ": chunk ", c, " micro-batch ", mb, " lacks its ",
                                  forwards.count({c, mb}) ? "backward" : "forward"));
         }

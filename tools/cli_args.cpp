@@ -7,8 +7,19 @@
 namespace triax {
 namespace {
 
-const std::vector<std::string> kCommands = {"train", "config", "help", "version"};
-const std::vector<std::string> kOptions = {"--set", "--world", "--describe", "--help"};
+const std::vector<std::string> kCommands = {"train", "config", "prepare-data",
+                                            "plot",  "help",   "version"};
+const std::vector<std::string> kOptions = {"--set", "--world", "--describe",    "--markdown",
+                                           "--out", "--help",  "--val-fraction"};
+
+double parse_fraction(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(value >= 0.0 && value < 1.0)) {
+    throw ConfigError(str(option, ": '", text, "' is not a fraction (valid: 0 <= f < 1)"));
+  }
+  return value;
+}
 
 }  // namespace
 
@@ -17,17 +28,22 @@ std::string usage() {
          "\n"
          "commands:\n"
          "  train CONFIG [--set key=value ...]   train the model CONFIG describes; launch it with\n"
-         "                                        mpirun -np N (dp = N / (tensor * pipeline))\n"
+         "                                        mpirun -np N, srun --mpi=pmi2 or torchrun\n"
+         "                                        (dp = N / (tensor * pipeline))\n"
          "  config CONFIG [--set key=value ...] [--world N]\n"
          "                                        validate CONFIG, print it resolved and, with\n"
          "                                        --world, the rank layout for N ranks\n"
-         "  config --describe                     list every configuration key with its default\n"
+         "  config --describe [--markdown]        list every configuration key with its default\n"
+         "  prepare-data INPUT... --out DIR [--val-fraction F]\n"
+         "                                        turn text files (or folders of them) into the\n"
+         "                                        byte-level token files DIR/train.tok, val.tok\n"
+         "  plot RUN_DIR [--out PNG]              draw RUN_DIR/metrics.jsonl's loss curves\n"
          "  version                               print the version\n"
          "  help                                  print this help\n"
          "\n"
          "--set section.key=value overrides one YAML key (the value is YAML: --set "
          "model.mlp_hidden=[512,256]).\n"
-         "Example: mpirun -np 4 build/triax train configs/mnist-mlp.yaml --set train.epochs=2\n";
+         "Example: mpirun -np 8 build/triax train configs/gpt-fortunes.yaml --set train.steps=50\n";
 }
 
 CliArgs parse_cli_args(const std::vector<std::string>& argv) {
@@ -43,6 +59,7 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
                           hint.empty() ? "" : str(" (did you mean '", hint, "'?)"),
                           "; commands: ", join(kCommands, ", "), " (see triax --help)"));
   }
+  const bool takes_config = args.command == "train" || args.command == "config";
   for (size_t i = 1; i < argv.size(); ++i) {
     const std::string& arg = argv[i];
     const auto value = [&](const std::string& option) -> std::string {
@@ -63,6 +80,12 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
       args.world = static_cast<int>(n);
     } else if (arg == "--describe") {
       args.describe = true;
+    } else if (arg == "--markdown") {
+      args.markdown = true;
+    } else if (arg == "--out") {
+      args.out = value(arg);
+    } else if (arg == "--val-fraction") {
+      args.val_fraction = parse_fraction(arg, value(arg));
     } else if (arg == "--help" || arg == "-h") {
       args.command = "help";
     } else if (arg.rfind("-", 0) == 0) {
@@ -70,6 +93,8 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
       throw ConfigError(str("unknown option '", arg, "'",
                             hint.empty() ? "" : str(" (did you mean '", hint, "'?)"),
                             " (see triax --help)"));
+    } else if (!takes_config) {
+      args.inputs.push_back(arg);
     } else if (args.config_path.empty()) {
       args.config_path = arg;
     } else {
@@ -81,7 +106,15 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
       (args.command == "train") || (args.command == "config" && !args.describe);
   if (needs_config && args.config_path.empty()) {
     throw ConfigError(str("triax ", args.command, " needs a CONFIG file, e.g. triax ", args.command,
-                          " configs/mnist-mlp.yaml"));
+                          " configs/gpt-fortunes.yaml"));
+  }
+  if (args.command == "prepare-data" && (args.inputs.empty() || args.out.empty())) {
+    throw ConfigError(
+        "triax prepare-data needs text files or folders and --out DIR, e.g. triax prepare-data "
+        "/usr/share/games/fortunes --out data/fortunes");
+  }
+  if (args.command == "plot" && args.inputs.size() != 1) {
+    throw ConfigError("triax plot needs one RUN_DIR (the run.dir of a training run)");
   }
   return args;
 }

@@ -1,7 +1,7 @@
 // defines: triax::CliArgs, triax::parse_cli_args
 //
-// The command line of `triax SUBCOMMAND CONFIG [--set key=value ...] [--world N]`.
-// Kept apart from main so that it can be tested, and so that every mistake names the argument.
+// The command line: `triax COMMAND [ARGS]` (see usage()). Kept apart from main so that it can be
+// tested, and so that every mistake names the argument.
 #pragma once
 
 #include <string>
@@ -10,11 +10,15 @@
 namespace triax {
 
 struct CliArgs {
-  std::string command;                 ///< train, config, help, version
-  std::string config_path;             ///< the YAML file
+  std::string command;                 ///< train, config, prepare-data, plot, help, version
+  std::string config_path;             ///< train/config: the YAML file
   std::vector<std::string> overrides;  ///< --set key=value, in order
   int world = 0;                       ///< --world N (config): layout for N ranks; 0 = launch's
   bool describe = false;               ///< --describe (config): list every key
+  bool markdown = false;               ///< --markdown (config --describe): as a Markdown table
+  std::vector<std::string> inputs;     ///< prepare-data: text files or folders; plot: RUN_DIR
+  std::string out;                     ///< --out: prepare-data's folder, plot's PNG
+  double val_fraction = 0.05;          ///< --val-fraction (prepare-data)
 };
 
 /// Throws ConfigError (with a "did you mean") on an unknown subcommand or option.

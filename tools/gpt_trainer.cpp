@@ -1,5 +1,7 @@
 #include "tools/gpt_trainer.h"
 
+#include <cmath>
+
 #include "core/error.h"
 #include "models/gpt_stages.h"
 #include "parallel/grad_norm.h"
@@ -20,6 +22,7 @@ GptTrainer::GptTrainer(const Config& config, ParallelContext& context)
   const GptOptions whole =
       GptOptions::from_config(config_.model, static_cast<uint64_t>(config_.train.seed));
   const auto ranges = split_layers(whole.layers, p * v, config_.schedule.layer_boundaries);
+  double counted_parameters = 0;
   for (int c = 0; c < v; ++c) {
     const int stage = c * p + context_.pp_rank();
     chunks_.emplace_back(gpt_stage_options(whole, stage, ranges), context_.tp());
@@ -32,6 +35,13 @@ GptTrainer::GptTrainer(const Config& config, ParallelContext& context)
       const bool sharded = specs.count(item.key()) != 0;
       const bool tied_copy = item.key() == "token_embedding.weight" && stage != 0;
       counted_in_norm_.push_back(!tied_copy && (sharded || context_.tp_rank() == 0));
+      if (counted_in_norm_.back()) {
+        const auto& value = item.value();
+        counted_parameters += sharded ? static_cast<double>(value.numel()) *
+                                            static_cast<double>(specs.at(item.key()).full_size) /
+                                            static_cast<double>(specs.at(item.key()).padded_size)
+                                      : static_cast<double>(value.numel());
+      }
     }
     ddp_.push_back(std::make_unique<DistributedDataParallel>(
         std::move(named), context_.dp(),
@@ -39,6 +49,12 @@ GptTrainer::GptTrainer(const Config& config, ParallelContext& context)
     ddp_.back()->broadcast_parameters();
   }
   optimizer_ = make_optimizer(config_.train, params_);
+  eval_schedule_ = forward_only(p, static_cast<int>(plan_.num_microbatches), v);
+  // Parameters counted once over the model: the ones the gradient norm counts, sharded ones
+  // scaled from padded to real size, summed over one dp replica.
+  torch::Tensor count = torch::tensor({static_cast<double>(counted_parameters)}, torch::kDouble);
+  context_.model_parallel().all_reduce(count, ReduceOp::kSum);
+  model_parameters_ = static_cast<int64_t>(std::llround(count.item<double>()));
   executor_ = std::make_unique<PipelineExecutor>(
       context_.pp(),
       std::vector<int64_t>{plan_.micro_batch, config_.model.seq_len, config_.model.hidden});
@@ -49,9 +65,47 @@ double GptTrainer::step(const torch::Tensor& tokens) {
                   tokens.size(1) == config_.model.seq_len + 1,
               "expected tokens [", plan_.global_batch, ", ", config_.model.seq_len + 1, "], got ",
               tokens.sizes());
+  return step_local(tokens.narrow(0, context_.dp_rank() * plan_.local_batch, plan_.local_batch));
+}
+
+void GptTrainer::set_learning_rate(double lr) {
+  triax::set_learning_rate(*optimizer_, lr);
+}
+
+double GptTrainer::evaluate_local(const torch::Tensor& local) {
+  TRIAX_CHECK(local.dim() == 2 && local.size(0) == plan_.local_batch &&
+                  local.size(1) == config_.model.seq_len + 1,
+              "expected local tokens [", plan_.local_batch, ", ", config_.model.seq_len + 1,
+              "], got ", local.sizes());
+  torch::NoGradGuard no_grad;
+  for (auto& chunk : chunks_) chunk->eval();
+  const int64_t mb = plan_.micro_batch;
+  const int64_t seq = config_.model.seq_len;
+  StageFunctions stage;
+  stage.forward = [&](int chunk, int i, const torch::Tensor& input) {
+    Gpt& part = chunks_[static_cast<size_t>(chunk)];
+    return part->run_layers(
+        input.defined() ? input : part->embed(local.narrow(0, i * mb, mb).narrow(1, 0, seq)));
+  };
+  stage.loss = [&](int i, const torch::Tensor& output) {
+    return chunks_.back()->loss_from_hidden(output, local.narrow(0, i * mb, mb).narrow(1, 1, seq));
+  };
+  const bool tracing = executor_->tracing();
+  executor_->set_tracing(false);
+  const double loss = executor_->run(eval_schedule_, stage);
+  executor_->set_tracing(tracing);
+  for (auto& chunk : chunks_) chunk->train();
+  torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
+  context_.dp().all_reduce(mean, ReduceOp::kAvg);
+  return mean.item<double>();
+}
+
+double GptTrainer::step_local(const torch::Tensor& local) {
+  TRIAX_CHECK(local.dim() == 2 && local.size(0) == plan_.local_batch &&
+                  local.size(1) == config_.model.seq_len + 1,
+              "expected local tokens [", plan_.local_batch, ", ", config_.model.seq_len + 1,
+              "], got ", local.sizes());
   for (auto& ddp : ddp_) ddp->zero_grad();
-  const torch::Tensor local =
-      tokens.narrow(0, context_.dp_rank() * plan_.local_batch, plan_.local_batch);
   const int64_t mb = plan_.micro_batch;
   const int64_t seq = config_.model.seq_len;
   StageFunctions stage;

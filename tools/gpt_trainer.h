@@ -28,11 +28,25 @@ class GptTrainer {
   /// One step on `tokens` [global_batch, seq_len + 1] (identical on every rank: inputs are
   /// tokens[:, :-1], targets tokens[:, 1:]). Returns the global mean loss.
   double step(const torch::Tensor& tokens);
+  /// The same from this dp rank's share only: [global_batch / dp, seq_len + 1], the rank's
+  /// rows of the global batch (what the distributed sampler gives it).
+  double step_local(const torch::Tensor& local_tokens);
+  /// Mean loss over the global batch whose share is `local_tokens` (as step_local), forward
+  /// only, without dropout, changing nothing.
+  double evaluate_local(const torch::Tensor& local_tokens);
+  /// The learning rate of the following steps (the LR schedule's value).
+  void set_learning_rate(double lr);
+  /// Record each pipeline action's timing in the following steps (schedule.trace).
+  void set_tracing(bool on) { executor_->set_tracing(on); }
+  const std::vector<TraceEvent>& trace() const { return executor_->trace(); }
 
   double last_grad_norm() const { return grad_norm_; }
   double last_exposed_comm_seconds() const { return exposed_; }
   std::vector<Gpt>& chunks() { return chunks_; }
   const Schedule& schedule() const { return schedule_; }
+  const BatchPlan& plan() const { return plan_; }
+  /// Parameters of the whole model (all tp and pp ranks together, tied weights once).
+  int64_t model_parameters() const { return model_parameters_; }
 
  private:
   Config config_;
@@ -45,6 +59,8 @@ class GptTrainer {
   std::unique_ptr<PipelineExecutor> executor_;
   std::vector<torch::Tensor> params_;
   std::vector<bool> counted_in_norm_;
+  Schedule eval_schedule_;
+  int64_t model_parameters_ = 0;
   double grad_norm_ = 0;
   double exposed_ = 0;
 };

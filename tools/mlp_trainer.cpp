@@ -6,6 +6,7 @@
 #include "core/distributed_sampler.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/lr_schedule.h"
 #include "parallel/data_parallel.h"
 #include "tools/optimizer.h"
 
@@ -86,6 +87,7 @@ TrainResult MlpTrainer::train() {
   const int64_t total_steps = train.steps > 0
                                   ? std::min(train.steps, train.epochs * steps_per_epoch_)
                                   : train.epochs * steps_per_epoch_;
+  check_lr_schedule(train);
   log::info(str("training: ", plan_.describe(), "; ", steps_per_epoch_, " steps per epoch over ",
                 train_data_.size(), " samples; ", total_steps, " steps"));
   DistributedSampler sampler(DistributedSamplerOptions{train_data_.size(), context_.dp_size(),
@@ -102,6 +104,7 @@ TrainResult MlpTrainer::train() {
     sampler.set_epoch(epoch);
     const std::vector<int64_t> indices = sampler.indices();
     for (int64_t s = step % steps_per_epoch_; s < steps_per_epoch_ && step < total_steps; ++s) {
+      set_learning_rate(*optimizer_, learning_rate(train, step, total_steps));
       result.step_losses.push_back(train_step(indices, s));
       ++step;
       ++interval_steps;

@@ -1,10 +1,13 @@
 // The `triax` executable: subcommand dispatch and the process's error policy.
 //
 // Error policy: everything that can be checked without communication (launch variables, the
-// YAML, the layout, the batch arithmetic) is checked first, identically on every rank, so a
-// mistake prints one clear message per rank and exits 2 before MPI exists — no hang, no stack
-// trace. After MPI is up, an error on one rank aborts the job (MPI_Abort), because its peers may
-// be blocked in a collective it will never join.
+// YAML, the layout, the batch arithmetic, the data files) is checked first, identically on every
+// rank, so a mistake prints one clear message per rank and exits 2 before any communicator
+// exists — no hang, no stack trace. After the world is up, an error on one rank ends the job
+// (World::abort), because its peers may be blocked in a collective it will never join.
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -15,13 +18,15 @@
 #include "core/fashion_mnist.h"
 #include "core/launch_env.h"
 #include "core/log.h"
+#include "core/lr_schedule.h"
 #include "models/gpt.h"
-#include "parallel/mpi_communicator.h"
-#include "parallel/mpi_runtime.h"
 #include "parallel/parallel_context.h"
+#include "parallel/world.h"
 #include "tools/cli_args.h"
+#include "tools/gpt_training.h"
 #include "tools/mlp_trainer.h"
 #include "tools/pipeline_plan.h"
+#include "tools/prepare_data.h"
 #include "tools/version.h"
 
 namespace triax {
@@ -46,9 +51,12 @@ int compute_threads(const Config& config, const LaunchEnv& launch) {
   return std::max(1, cores / std::max(1, launch.local_world_size));
 }
 
+const auto kProcessStart = std::chrono::steady_clock::now();
+
 int run_config(const CliArgs& args) {
   if (args.describe) {
-    std::fputs(describe_config_keys().c_str(), stdout);
+    std::fputs((args.markdown ? describe_config_markdown() : describe_config_keys()).c_str(),
+               stdout);
     return 0;
   }
   const Config config = load_config(args.config_path, args.overrides);
@@ -66,36 +74,65 @@ int run_config(const CliArgs& args) {
   return 0;
 }
 
+int run_prepare_data(const CliArgs& args) {
+  const PreparedData data = prepare_text_data(args.inputs, args.out, args.val_fraction);
+  for (const std::string& skipped : data.skipped) std::printf("skipped %s\n", skipped.c_str());
+  std::printf(
+      "%lld text files -> %s/train.tok (%lld tokens), %s/val.tok (%lld tokens); "
+      "byte-level, vocabulary 256\n",
+      static_cast<long long>(data.files), args.out.c_str(),
+      static_cast<long long>(data.train_tokens), args.out.c_str(),
+      static_cast<long long>(data.val_tokens));
+  return 0;
+}
+
+int run_plot(const CliArgs& args) {
+  const std::string run_dir = args.inputs[0];
+  if (!std::ifstream(run_dir + "/metrics.jsonl")) {
+    throw ConfigError(str(run_dir,
+                          "/metrics.jsonl: not found (valid: the run.dir of a training "
+                          "run, which writes metrics.jsonl)"));
+  }
+  const std::string out = args.out.empty() ? run_dir + "/loss.png" : args.out;
+  const std::string script = std::string(kTriaxSourceDir) + "/tools/plot_metrics.py";
+  std::fflush(stdout);
+  ::execl("/usr/bin/python3", "python3", script.c_str(), run_dir.c_str(), out.c_str(),
+          static_cast<char*>(nullptr));
+  throw Error(str("cannot run /usr/bin/python3 ", script, " (apt-get install python3-matplotlib)"));
+}
+
 int run_train(const CliArgs& args, int* argc, char*** argv) {
   // 1. Everything that needs no communication, on every rank alike.
   LaunchEnv launch;
   Config config;
   ParallelLayout layout = ParallelLayout::create(1, 1, 1);
+  std::string backend;
   try {
     launch = detect_launch(process_env());
     log::set_prefix(str("[rank ", launch.rank, "]"));
     config = load_config(args.config_path, args.overrides);
     layout = ParallelLayout::from_config(config.parallel, launch.world_size);
     check_model_layout(config);
-    if (config.model.arch == "gpt") schedule_from_config(config, layout.dp_size());
-    if (config.model.arch != "mlp") {
-      throw ConfigError(str("model.arch: '", config.model.arch,
-                            "' cannot be trained by `triax "
-                            "train` yet (valid: mlp); `triax config CONFIG --world N` validates "
-                            "its layout"));
-    }
     BatchPlan::create(config.train, layout.dp_size());
-    check_fashion_mnist_files(config.data.dir);
+    if (config.model.arch == "gpt") {
+      schedule_from_config(config, layout.dp_size());
+      plan_gpt_data(config);
+    } else {
+      check_fashion_mnist_files(config.data.dir);
+      check_lr_schedule(config.train);
+    }
+    backend = resolve_backend(config.comm.backend, launch);
   } catch (const ConfigError& e) {
     log::error(e.what());
     return kExitUsage;
   }
 
-  // 2. MPI, and the check that it formed the world the launcher announced.
-  MpiRuntime mpi(argc, argv);
+  // 2. The world, and the check that it is the one the launcher announced.
+  std::unique_ptr<World> world;
   try {
-    mpi.check_matches(launch);
-  } catch (const ConfigError& e) {
+    world = std::make_unique<World>(backend, launch, static_cast<int>(config.comm.timeout_s), argc,
+                                    argv);
+  } catch (const std::exception& e) {
     log::error(e.what());
     return kExitUsage;
   }
@@ -103,11 +140,11 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
   // 3. The job. From here on a failure on one rank must stop all of them.
   try {
     torch::set_num_threads(compute_threads(config, launch));
-    ParallelContext context(std::shared_ptr<Communicator>(MpiCommunicator::world()), layout);
+    ParallelContext context(world->communicator(), layout);
     log::set_prefix(context.prefix());
     log::set_is_root(context.rank() == 0);
-    log::info(str("launch: ", launch.describe(), ", ", torch::get_num_threads(),
-                  " compute thread(s) per rank"));
+    log::info(str("launch: ", launch.describe(), ", backend ", world->backend(), ", ",
+                  torch::get_num_threads(), " compute thread(s) per rank"));
     log::info(layout.table() + "resolved configuration:\n" + to_yaml(config));
     if (!config.run.dir.empty() && context.rank() == 0) {
       std::filesystem::create_directories(config.run.dir);
@@ -117,15 +154,18 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
       if (!file) throw Error(str(path, ": cannot write the resolved configuration (run.dir)"));
       log::info(str("resolved configuration written to ", path));
     }
-    MlpTrainer trainer(config, context);
-    trainer.train();
+    if (config.model.arch == "gpt") {
+      GptTraining(config, context, kProcessStart, launch.local_rank == 0).run();
+    } else {
+      MlpTrainer(config, context).train();
+    }
     context.world().barrier();
   } catch (const ConfigError& e) {
     log::error(e.what());
-    MpiRuntime::abort(kExitUsage);
+    world->abort(kExitUsage);
   } catch (const std::exception& e) {
     log::error(e.what());
-    MpiRuntime::abort(kExitFailure);
+    world->abort(kExitFailure);
   }
   return 0;
 }
@@ -147,6 +187,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (args.command == "config") return run_config(args);
+    if (args.command == "prepare-data") return run_prepare_data(args);
+    if (args.command == "plot") return run_plot(args);
     return run_train(args, &argc, &argv);
   } catch (const ConfigError& e) {
     log::error(e.what());

@@ -3,14 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include "parallel/mpi_communicator.h"
+#include "support/test_world.h"
 
-using triax::MpiCommunicator;
 using triax::ReduceOp;
 
 namespace {
 
-std::unique_ptr<MpiCommunicator> world() {
-  return MpiCommunicator::world();
+std::unique_ptr<triax::Communicator> world() {
+  return triax::testing::test_world();
 }
 
 // Every element of `t` equals `value` (exactly: small integers are exact in every dtype here).

@@ -7,6 +7,7 @@
 #include "core/strings.h"
 #include "parallel/mpi_communicator.h"
 #include "parallel/parallel_context.h"
+#include "support/test_world.h"
 
 using triax::Axis;
 using triax::ParallelContext;
@@ -27,7 +28,7 @@ int64_t sum(const std::vector<int>& ranks) {
 }  // namespace
 
 TEST_CASE("every layout's groups hold the ranks the layout says", "[mpi][context]") {
-  std::shared_ptr<triax::Communicator> world = triax::MpiCommunicator::world();
+  std::shared_ptr<triax::Communicator> world = triax::testing::test_world();
   const int n = world->size();
   const int r = world->rank();
   for (int tp = 1; tp <= n; ++tp) {
@@ -58,7 +59,7 @@ TEST_CASE("every layout's groups hold the ranks the layout says", "[mpi][context
 }
 
 TEST_CASE("the message prefix names rank and coordinates", "[mpi][context]") {
-  std::shared_ptr<triax::Communicator> world = triax::MpiCommunicator::world();
+  std::shared_ptr<triax::Communicator> world = triax::testing::test_world();
   ParallelContext context(world, ParallelLayout::create(world->size(), 1, 1));
   CHECK(context.prefix() == triax::str("[rank ", world->rank(), " dp", world->rank(), " tp0 pp0]"));
 }

@@ -103,3 +103,24 @@ TEST_CASE("a trace becomes Chrome trace events and a measured bubble", "[schedul
                  "recvG0\",\"cat\":\"wait\",\"ph\":\"X\",\"pid\":0,\"tid\":0,\"ts\":1,\"dur\":2"));
   CHECK_THAT(json, Catch::Contains("\"name\":\"F0\",\"cat\":\"forward\""));
 }
+
+TEST_CASE("forward-only schedules are valid and hold no backward", "[schedule]") {
+  for (int p : {1, 2, 4}) {
+    for (int v : {1, 2}) {
+      const Schedule s = forward_only(p, 3, v);
+      CHECK_NOTHROW(check_schedule(s));
+      CHECK(simulate(s).finished);
+      for (const auto& actions : s.ranks) {
+        for (const Action& a : actions) CHECK(a.kind != ActionKind::kBackward);
+      }
+    }
+  }
+  // A training schedule's backwards are not allowed in a forward-only one, and vice versa.
+  Schedule mixed = gpipe(2, 2);
+  mixed.backward = false;
+  CHECK_THROWS_WITH(check_schedule(mixed),
+                    Catch::Contains("has a backward in a forward-only schedule"));
+  Schedule missing = forward_only(2, 2, 1);
+  missing.backward = true;
+  CHECK_THROWS_WITH(check_schedule(missing), Catch::Contains("lacks its backward"));
+}

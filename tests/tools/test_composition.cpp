@@ -14,6 +14,8 @@
 
 #include "parallel/mpi_communicator.h"
 #include "parallel/shard_spec.h"
+#include "support/test_world.h"
+#include "support/tiny_gpt.h"
 #include "tools/gpt_trainer.h"
 
 using namespace triax;
@@ -25,31 +27,11 @@ constexpr double kParamTol = 5e-5;
 constexpr int kSteps = 20;
 
 Config tiny_config(int tp, int pp, const std::string& schedule, int chunks) {
-  Config c;
-  c.model.arch = "gpt";
-  c.model.vocab = 13;  // padded at tp = 2
-  c.model.hidden = 16;
-  c.model.heads = 4;
-  c.model.layers = 4;
-  c.model.seq_len = 8;
-  c.parallel.tensor = tp;
-  c.parallel.pipeline = pp;
-  c.train.global_batch = 8;
-  c.train.micro_batch = 2;
-  c.train.optimizer = "adamw";
-  c.train.lr = 3e-3;
-  c.train.clip_grad = 0.5;
-  c.train.seed = 17;
-  c.schedule.name = schedule;
-  c.schedule.chunks_per_rank = chunks;
-  c.ddp.bucket_mb = 0.002;  // several buckets even for a tiny model
-  return c;
+  return testing::tiny_gpt_config(tp, pp, schedule, chunks);
 }
 
 torch::Tensor batch(int step, const Config& c) {
-  torch::manual_seed(1000 + step % 2);  // two batches in turn: a model that trains fits them
-  return torch::randint(0, c.model.vocab, {c.train.global_batch, c.model.seq_len + 1},
-                        torch::kLong);
+  return testing::tiny_gpt_batch(step, c);
 }
 
 struct Result {
@@ -69,7 +51,7 @@ Result train(GptTrainer& trainer, const Config& c) {
 }  // namespace
 
 TEST_CASE("every (dp, tp, pp) layout and schedule trains like one process", "[mpi][compose]") {
-  std::shared_ptr<Communicator> world = MpiCommunicator::world();
+  std::shared_ptr<Communicator> world = triax::testing::test_world();
   const int n = world->size();
   // The 1-process reference, on every rank.
   const Config reference_config = tiny_config(1, 1, "1f1b", 1);

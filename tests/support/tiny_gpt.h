@@ -1,0 +1,43 @@
+// The tiny GPT that the multi-rank tests train in every layout: small enough that 8
+// oversubscribed ranks run it in seconds, with a vocabulary (13) that tp = 2 must pad, and
+// two fixed random batches in turn, which a model that trains fits.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+
+#include "core/config.h"
+
+namespace triax::testing {
+
+inline Config tiny_gpt_config(int tp, int pp, const std::string& schedule, int chunks) {
+  Config c;
+  c.model.arch = "gpt";
+  c.model.vocab = 13;  // padded at tp = 2
+  c.model.hidden = 16;
+  c.model.heads = 4;
+  c.model.layers = 4;
+  c.model.seq_len = 8;
+  c.parallel.tensor = tp;
+  c.parallel.pipeline = pp;
+  c.train.global_batch = 8;
+  c.train.micro_batch = 2;
+  c.train.optimizer = "adamw";
+  c.train.lr = 3e-3;
+  c.train.clip_grad = 0.5;
+  c.train.seed = 17;
+  c.schedule.name = schedule;
+  c.schedule.chunks_per_rank = chunks;
+  c.ddp.bucket_mb = 0.002;  // several buckets even for a tiny model
+  return c;
+}
+
+/// Global batch `step` (one of two, in turn) [global_batch, seq_len + 1].
+inline torch::Tensor tiny_gpt_batch(int step, const Config& c) {
+  torch::manual_seed(1000 + step % 2);
+  return torch::randint(0, c.model.vocab, {c.train.global_batch, c.model.seq_len + 1},
+                        torch::kLong);
+}
+
+}  // namespace triax::testing

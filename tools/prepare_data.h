@@ -1,0 +1,30 @@
+// defines: triax::PreparedData, triax::prepare_text_data
+//
+// `triax prepare-data`: text files (or folders of them, walked in sorted order) -> byte-level
+// token files OUT/train.tok and OUT/val.tok (format: core/token_file.h, vocabulary 256).
+// Binary files (any NUL byte) and symbolic links inside folders are skipped and listed, so a
+// folder like /usr/share/games/fortunes, which holds index files and .u8 links beside the text,
+// can be given as it is.
+// The held-out split is spread over the whole corpus rather than taken from its end (which
+// would be one topic): the text is cut into blocks of about 4 KiB at line ends, and block k goes
+// to validation when floor((k+1) f) > floor(k f), i.e. every 1/f-th block for fraction f.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace triax {
+
+struct PreparedData {
+  int64_t files = 0;                 ///< text files read
+  std::vector<std::string> skipped;  ///< "path (why)" for each file left out
+  int64_t train_tokens = 0;
+  int64_t val_tokens = 0;
+};
+
+/// Throws Error naming the path when an input is missing or nothing readable remains.
+PreparedData prepare_text_data(const std::vector<std::string>& inputs, const std::string& out_dir,
+                               double val_fraction);
+
+}  // namespace triax
