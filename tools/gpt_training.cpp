@@ -76,6 +76,7 @@ double evaluate(GptTrainer& trainer, const TokenSequences& val, int64_t batches,
 
 GptDataPlan plan_gpt_data(const Config& config) {
   const TrainConfig& train = config.train;
+  check_lr_schedule(train);  // the configuration's own mistakes before the data's
   for (const std::string& path : {train_path(config), val_path(config)}) {
     if (!std::ifstream(path)) {
       throw ConfigError(str("data.tokens: '", config.data.tokens, "' has no ",
@@ -112,7 +113,6 @@ GptDataPlan plan_gpt_data(const Config& config) {
       train.eval_batches > 0 ? std::min(train.eval_batches, val_batches) : val_batches;
   const int64_t all = train.epochs * plan.steps_per_epoch;
   plan.total_steps = train.steps > 0 ? std::min(train.steps, all) : all;
-  check_lr_schedule(train);
   return plan;
 }
 
@@ -127,6 +127,7 @@ double GptTraining::peak_flops() {
   if (config_.run.peak_tflops > 0) return config_.run.peak_tflops * 1e12 * context_.world().size();
   // One rank per node measures with all of the node's cores while the others wait, so the sum
   // over nodes is the hardware's peak however many ranks share it.
+  // The others sleep rather than poll meanwhile: a polling rank would take the cores measured.
   context_.world().barrier();
   double mine = 0;
   if (node_leader_) {
@@ -134,6 +135,10 @@ double GptTraining::peak_flops() {
     torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     mine = measure_matmul_tflops() * 1e12;
     torch::set_num_threads(threads);
+    context_.world().barrier();
+  } else {
+    const WorkPtr done = context_.world().barrier_async();
+    while (!done->is_completed()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   torch::Tensor total = torch::tensor({mine}, torch::kDouble);
   context_.world().all_reduce(total, ReduceOp::kSum);
