@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # triax set-up in one command: install what is missing (apt), configure and build, then
-#   tools/setup.sh train   run the main job (Fashion-MNIST MLP, 4 data-parallel ranks, mpirun)
+#   tools/setup.sh train   run the main job: a byte-level GPT on Debian's fortunes, 8 ranks
+#                          (dp 2 x tp 2 x pp 2) under mpirun; the corpus is prepared once
 #   tools/setup.sh test    run the whole test suite (ctest)
 #   tools/setup.sh build   stop after the build
 # Idempotent: installed packages are not reinstalled, the build is incremental.
@@ -12,8 +13,12 @@ cd "$(dirname "$0")/.."
 #   ~15x slower. Its install makes OpenBLAS the libblas.so.3 alternative (priority 95 > 10).
 # python3-torch: PyTorch itself, the reference some tests compare against.
 # iproute2, util-linux: `ip` and `unshare` for loopback-only test namespaces.
+# libgloo-dev: headers of LibTorch's Gloo process group, the tcp backend under torchrun.
+# fortunes: the bundled English corpus of the GPT main job. python3-matplotlib: `triax plot`.
+# slurm-wlm: a one-machine Slurm cluster the test suite submits the sbatch script to.
 PACKAGES=(g++ cmake ninja-build clang-format libtorch-dev libopenblas0-openmp mpich libmpich-dev
-  libyaml-cpp-dev catch2 zlib1g-dev dataset-fashion-mnist python3-torch iproute2 util-linux)
+  libyaml-cpp-dev catch2 zlib1g-dev dataset-fashion-mnist python3-torch iproute2 util-linux
+  libgloo-dev fortunes python3-matplotlib slurm-wlm)
 
 install_packages() {
   local missing=() p
@@ -55,6 +60,10 @@ install_packages
 check_blas
 build
 case "$mode" in
-  train) exec mpirun -np 4 build/triax train configs/mnist-mlp.yaml ;;
+  train)
+    if [ ! -f data/fortunes/train.tok ] || [ ! -f data/fortunes/val.tok ]; then
+      build/triax prepare-data /usr/share/games/fortunes --out data/fortunes
+    fi
+    exec mpirun -np 8 build/triax train configs/gpt-fortunes.yaml ;;
   test) cd build && exec ctest --output-on-failure ;;
 esac

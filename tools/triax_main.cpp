@@ -76,7 +76,14 @@ int run_config(const CliArgs& args) {
 
 int run_prepare_data(const CliArgs& args) {
   const PreparedData data = prepare_text_data(args.inputs, args.out, args.val_fraction);
-  for (const std::string& skipped : data.skipped) std::printf("skipped %s\n", skipped.c_str());
+  // A folder like /usr/share/games/fortunes skips dozens of index files and links: name a few.
+  constexpr size_t kShown = 3;
+  for (size_t i = 0; i < std::min(kShown, data.skipped.size()); ++i) {
+    std::printf("skipped %s\n", data.skipped[i].c_str());
+  }
+  if (data.skipped.size() > kShown) {
+    std::printf("skipped %zu more non-text files or links\n", data.skipped.size() - kShown);
+  }
   std::printf(
       "%lld text files -> %s/train.tok (%lld tokens), %s/val.tok (%lld tokens); "
       "byte-level, vocabulary 256\n",

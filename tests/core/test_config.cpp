@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
 #include "core/config.h"
 #include "core/error.h"
 
@@ -113,4 +117,23 @@ TEST_CASE("every key is documented", "[config]") {
 TEST_CASE("a missing file is a clear error", "[config]") {
   CHECK_THROWS_WITH(triax::load_config("/nonexistent/x.yaml"),
                     Contains("/nonexistent/x.yaml: cannot open"));
+}
+
+TEST_CASE("docs/config.md documents every key as the code defines it", "[config]") {
+  const char* source = std::getenv("TRIAX_SOURCE_DIR");
+  if (source == nullptr) {
+    WARN("TRIAX_SOURCE_DIR is not set (CTest sets it): docs/config.md not checked");
+    return;
+  }
+  std::ifstream in(std::string(source) + "/docs/config.md");
+  REQUIRE(in);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string begin = "<!-- keys:begin -->\n", end = "<!-- keys:end -->";
+  const auto from = text.find(begin);
+  const auto to = text.find(end);
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to != std::string::npos);
+  INFO("docs/config.md is out of date: run tools/update_config_doc.sh");
+  CHECK(text.substr(from + begin.size(), to - from - begin.size()) ==
+        triax::describe_config_markdown());
 }
