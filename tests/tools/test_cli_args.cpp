@@ -26,3 +26,17 @@ TEST_CASE("help and mistakes", "[cli]") {
                     Contains("not a positive integer"));
   CHECK(parse_cli_args({"config", "--describe"}).describe);
 }
+
+TEST_CASE("prepare-data and plot take inputs and --out", "[cli]") {
+  const auto prepare =
+      parse_cli_args({"prepare-data", "a.txt", "dir", "--out", "data/x", "--val-fraction", "0.1"});
+  CHECK(prepare.inputs == std::vector<std::string>{"a.txt", "dir"});
+  CHECK(prepare.out == "data/x");
+  CHECK(prepare.val_fraction == 0.1);
+  CHECK_THROWS_WITH(parse_cli_args({"prepare-data", "a.txt"}), Contains("--out DIR"));
+  CHECK_THROWS_WITH(parse_cli_args({"prepare-data", "a", "--out", "o", "--val-fraction", "1.5"}),
+                    Contains("not a fraction (valid: 0 <= f < 1)"));
+  CHECK(parse_cli_args({"plot", "runs/x"}).inputs == std::vector<std::string>{"runs/x"});
+  CHECK_THROWS_WITH(parse_cli_args({"plot"}), Contains("needs one RUN_DIR"));
+  CHECK(parse_cli_args({"config", "--describe", "--markdown"}).markdown);
+}
