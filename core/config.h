@@ -146,6 +146,19 @@ struct CommConfig {
   int64_t timeout_s = 120;
 };
 
+struct CheckpointConfig {
+  /// Folder of the checkpoints (one step_NNNNNNNN folder each, and `latest`); "" =
+  /// run.dir/checkpoints. Default "".
+  std::string dir = "";
+  /// Save every N optimizer steps (0 = never periodically). Default 0.
+  int64_t every = 0;
+  /// Keep the newest N checkpoints, deleting older ones after each save (0 = keep all).
+  /// Default 3.
+  int64_t keep = 3;
+  /// Also save after the last step. Default false.
+  bool at_end = false;
+};
+
 struct RunConfig {
   /// Directory for the run's outputs (resolved config, metrics.jsonl, samples); "" = write
   /// nothing. Default "".
@@ -164,6 +177,7 @@ struct Config {
   DataConfig data;
   SampleConfig sample;
   CommConfig comm;
+  CheckpointConfig checkpoint;
   RunConfig run;
 };
 

@@ -100,6 +100,13 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("timeout_s", c.comm.timeout_s, IntRule{1, 86400},
             "tcp: seconds to wait for ranks to join and for a collective");
   });
+  v.section("checkpoint", [&] {
+    v.field("dir", c.checkpoint.dir, {}, "checkpoint folder; empty = run.dir/checkpoints");
+    v.field("every", c.checkpoint.every, kNonNegative,
+            "save every N steps; 0 = never periodically");
+    v.field("keep", c.checkpoint.keep, kNonNegative, "keep the newest N checkpoints; 0 = all");
+    v.field("at_end", c.checkpoint.at_end, "also save after the last step");
+  });
   v.section("run", [&] {
     v.field("dir", c.run.dir, {},
             "output directory (config, metrics.jsonl, samples); empty = none");

@@ -4,12 +4,12 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "core/atomic_file.h"
+#include "core/crc32.h"
 #include "core/error.h"
 
 namespace triax {
@@ -28,17 +28,6 @@ uint64_t get(const unsigned char* at, int bytes) {
   return value;
 }
 
-uint32_t crc_of(const unsigned char* data, size_t bytes) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  // zlib's length is a uInt: feed it in pieces.
-  for (size_t done = 0; done < bytes;) {
-    const size_t piece = std::min<size_t>(bytes - done, 1u << 30);
-    crc = crc32(crc, data + done, static_cast<uInt>(piece));
-    done += piece;
-  }
-  return static_cast<uint32_t>(crc);
-}
-
 }  // namespace
 
 void write_token_file(const std::string& path, const std::vector<uint16_t>& tokens, int64_t vocab) {
@@ -55,7 +44,7 @@ void write_token_file(const std::string& path, const std::vector<uint16_t>& toke
   put(header + 12, static_cast<uint64_t>(width), 4);
   put(header + 16, tokens.size(), 8);
   put(header + 24, static_cast<uint64_t>(vocab), 8);
-  put(header + 32, crc_of(body.data(), body.size()), 4);
+  put(header + 32, crc32_of(body.data(), body.size()), 4);
   AtomicFile out(path);
   out.write(header, sizeof(header));
   out.write(body.data(), body.size());
@@ -101,7 +90,8 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
                       " (truncated or appended to)"));
     }
     const uint32_t stored = static_cast<uint32_t>(get(map_ + 32, 4));
-    const uint32_t actual = crc_of(map_ + kTokenFileHeaderBytes, expected - kTokenFileHeaderBytes);
+    const uint32_t actual =
+        crc32_of(map_ + kTokenFileHeaderBytes, expected - kTokenFileHeaderBytes);
     if (stored != actual) {
       throw Error(str(path, ": checksum mismatch (header ", stored, ", data ", actual,
                       "); the file is corrupt, rewrite it with triax prepare-data"));

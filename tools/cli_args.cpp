@@ -27,7 +27,9 @@ std::string usage() {
   return "usage: triax COMMAND [ARGS]\n"
          "\n"
          "commands:\n"
-         "  train CONFIG [--set key=value ...]   train the model CONFIG describes; launch it with\n"
+         "  train CONFIG [--set key=value ...] [--resume DIR|latest]\n"
+         "                                        train the model CONFIG describes; launch it "
+         "with\n"
          "                                        mpirun -np N, srun --mpi=pmi2 or torchrun\n"
          "                                        (dp = N / (tensor * pipeline))\n"
          "  config CONFIG [--set key=value ...] [--world N]\n"
@@ -84,6 +86,8 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
       args.markdown = true;
     } else if (arg == "--out") {
       args.out = value(arg);
+    } else if (arg == "--resume") {
+      args.resume = value(arg);
     } else if (arg == "--val-fraction") {
       args.val_fraction = parse_fraction(arg, value(arg));
     } else if (arg == "--help" || arg == "-h") {

@@ -19,6 +19,7 @@ struct CliArgs {
   std::vector<std::string> inputs;     ///< prepare-data: text files or folders; plot: RUN_DIR
   std::string out;                     ///< --out: prepare-data's folder, plot's PNG
   double val_fraction = 0.05;          ///< --val-fraction (prepare-data)
+  std::string resume;                  ///< --resume DIR|latest (train): continue a checkpoint
 };
 
 /// Throws ConfigError (with a "did you mean") on an unknown subcommand or option.

@@ -31,6 +31,7 @@ GptTrainer::GptTrainer(const Config& config, ParallelContext& context)
     for (const auto& item : chunks_.back()->named_parameters()) {
       named.emplace_back(item.key(), item.value());
       params_.push_back(item.value());
+      param_names_.push_back(str("c", c, "/", item.key()));
       // Count each parameter of the whole model once in the gradient norm (see grad_norm.h).
       const bool sharded = specs.count(item.key()) != 0;
       const bool tied_copy = item.key() == "token_embedding.weight" && stage != 0;
@@ -137,6 +138,66 @@ double GptTrainer::step_local(const torch::Tensor& local) {
   torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
   context_.dp().all_reduce(mean, ReduceOp::kAvg);
   return mean.item<double>();
+}
+
+namespace {
+
+std::string state_key(const torch::Tensor& p) {
+  return c10::guts::to_string(p.unsafeGetTensorImpl());  // how LibTorch's optimizers key state
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, torch::Tensor>> GptTrainer::state_tensors() {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  auto& state = optimizer_->state();
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const std::string& name = param_names_[k];
+    out.emplace_back(name, params_[k].detach());
+    const auto it = state.find(state_key(params_[k]));
+    if (it == state.end()) continue;  // before the first step
+    if (auto* adam = dynamic_cast<torch::optim::AdamWParamState*>(it->second.get())) {
+      out.emplace_back(name + "@exp_avg", adam->exp_avg());
+      out.emplace_back(name + "@exp_avg_sq", adam->exp_avg_sq());
+      out.emplace_back(name + "@step", torch::tensor({adam->step()}, torch::kLong));
+    } else if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(it->second.get())) {
+      out.emplace_back(name + "@momentum", sgd->momentum_buffer());
+    }
+  }
+  return out;
+}
+
+void GptTrainer::load_state_tensors(const std::map<std::string, torch::Tensor>& tensors) {
+  const auto get = [&](const std::string& name) -> const torch::Tensor* {
+    const auto it = tensors.find(name);
+    return it == tensors.end() ? nullptr : &it->second;
+  };
+  auto& state = optimizer_->state();
+  torch::NoGradGuard no_grad;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const std::string& name = param_names_[k];
+    const torch::Tensor* value = get(name);
+    if (value == nullptr) throw Error(str("checkpoint has no tensor ", name));
+    TRIAX_CHECK(value->sizes() == params_[k].sizes(), "checkpoint tensor ", name, " has shape ",
+                value->sizes(), ", the model ", params_[k].sizes());
+    params_[k].copy_(*value);
+    state.erase(state_key(params_[k]));
+    if (const torch::Tensor* avg = get(name + "@exp_avg")) {
+      auto restored = std::make_unique<torch::optim::AdamWParamState>();
+      restored->exp_avg(avg->clone());
+      const torch::Tensor* sq = get(name + "@exp_avg_sq");
+      const torch::Tensor* steps = get(name + "@step");
+      if (sq == nullptr || steps == nullptr)
+        throw Error(str("checkpoint lacks AdamW state of ", name));
+      restored->exp_avg_sq(sq->clone());
+      restored->step(steps->item<int64_t>());
+      state[state_key(params_[k])] = std::move(restored);
+    } else if (const torch::Tensor* momentum = get(name + "@momentum")) {
+      auto restored = std::make_unique<torch::optim::SGDParamState>();
+      restored->momentum_buffer(momentum->clone());
+      state[state_key(params_[k])] = std::move(restored);
+    }
+  }
 }
 
 }  // namespace triax

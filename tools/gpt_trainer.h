@@ -9,7 +9,9 @@
 // configured by the YAML (model, parallel, train, schedule, ddp).
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/batch_plan.h"
@@ -45,6 +47,13 @@ class GptTrainer {
   std::vector<Gpt>& chunks() { return chunks_; }
   const Schedule& schedule() const { return schedule_; }
   const BatchPlan& plan() const { return plan_; }
+  /// This rank's parameters and optimizer state, by checkpoint name: "c<chunk>/<parameter>"
+  /// and "c<chunk>/<parameter>@<state>" (AdamW: exp_avg, exp_avg_sq, step; SGD: momentum).
+  std::vector<std::pair<std::string, torch::Tensor>> state_tensors();
+  /// Restores what state_tensors() returned (names checked; throws naming a missing one).
+  void load_state_tensors(const std::map<std::string, torch::Tensor>& tensors);
+  /// "c<chunk>/<parameter>" of each of this rank's parameters, in order.
+  const std::vector<std::string>& parameter_names() const { return param_names_; }
   /// Parameters of the whole model (all tp and pp ranks together, tied weights once).
   int64_t model_parameters() const { return model_parameters_; }
 
@@ -59,6 +68,7 @@ class GptTrainer {
   std::unique_ptr<PipelineExecutor> executor_;
   std::vector<torch::Tensor> params_;
   std::vector<bool> counted_in_norm_;
+  std::vector<std::string> param_names_;
   Schedule eval_schedule_;
   int64_t model_parameters_ = 0;
   double grad_norm_ = 0;

@@ -18,6 +18,7 @@
 #include "schedules/pipeline_trace.h"
 #include "tools/gpt_trainer.h"
 #include "tools/pipeline_plan.h"
+#include "tools/stop_signal.h"
 #include "tools/text_generator.h"
 
 namespace triax {
@@ -152,6 +153,14 @@ GptTrainingResult GptTraining::run() {
   const TokenSequences val(val_path(config_), config_.model.seq_len, config_.model.vocab);
   GptTrainer trainer(config_, context_);
   const BatchPlan& plan = trainer.plan();
+  int64_t start_step = 0;
+  if (resume_) {
+    load_checkpoint(trainer, context_, *resume_);
+    start_step = resume_->step;
+    log::info(str("resumed from ", resume_->dir, " after step ", start_step, " (",
+                  resume_->consumed_samples, " samples; written at dp ", resume_->data_written_at,
+                  ", now dp ", context_.dp_size(), ")"));
+  }
   const int64_t total = data.total_steps;
   const double tokens_per_step = static_cast<double>(plan.global_batch * config_.model.seq_len);
 
@@ -174,7 +183,7 @@ GptTrainingResult GptTraining::run() {
   std::ofstream metrics;
   if (!config_.run.dir.empty() && context_.rank() == 0) {
     const std::string path = config_.run.dir + "/metrics.jsonl";
-    metrics.open(path, std::ios::trunc);
+    metrics.open(path, resume_ ? std::ios::app : std::ios::trunc);
     if (!metrics) throw Error(str(path, ": cannot write the metrics (run.dir)"));
   }
 
@@ -188,7 +197,7 @@ GptTrainingResult GptTraining::run() {
   double interval_seconds = 0, interval_loss = 0;
   int64_t interval_steps = 0;
   double val_loss = std::nan("");
-  for (int64_t step = 0; step < total; ++step) {
+  for (int64_t step = start_step; step < total; ++step) {
     const int64_t epoch = step / data.steps_per_epoch;
     if (indices.empty() || step % data.steps_per_epoch == 0) {
       sampler.set_epoch(epoch);
@@ -204,8 +213,11 @@ GptTrainingResult GptTraining::run() {
     const Clock::time_point start = Clock::now();
     const double loss = trainer.step_local(local);
     const double seconds = seconds_between(start, Clock::now());
-    if (step == 0) result.seconds_to_first_step = seconds_between(process_start_, Clock::now());
-    if (step > 0) steady_seconds += seconds;
+    if (step == start_step) {
+      result.seconds_to_first_step = seconds_between(process_start_, Clock::now());
+    } else {
+      steady_seconds += seconds;
+    }
     result.step_losses.push_back(loss);
     interval_seconds += seconds;
     interval_loss += loss;
@@ -263,12 +275,36 @@ GptTrainingResult GptTraining::run() {
       log::info(str("step ", step + 1, "/", total, " | val ", fixed(val_loss, 4)));
     }
     if (metrics.is_open()) metrics << record.str() << "\n" << std::flush;
+
+    // Ranks may get a stop signal at different moments (or only some of them): agree on it.
+    torch::Tensor stop =
+        torch::tensor({static_cast<double>(stop_signal_received())}, torch::kDouble);
+    context_.world().all_reduce(stop, ReduceOp::kMax);
+    result.stopped_by_signal = static_cast<int>(stop.item<double>());
+    const bool periodic =
+        config_.checkpoint.every > 0 && (step + 1) % config_.checkpoint.every == 0;
+    const bool saving = periodic || (last && config_.checkpoint.at_end) || result.stopped_by_signal;
+    if (saving && checkpoint_root(config_).empty()) {
+      log::warn("no checkpoint saved: set checkpoint.dir or run.dir");
+    } else if (saving) {
+      const Clock::time_point save_start = Clock::now();
+      const std::string dir = save_checkpoint(trainer, context_, config_, step + 1);
+      log::info(str("checkpoint of step ", step + 1, " saved to ", dir, " in ",
+                    fixed(seconds_between(save_start, Clock::now()), 2), " s"));
+    }
+    if (result.stopped_by_signal) {
+      log::info(str("stopping after step ", step + 1, " on signal ", result.stopped_by_signal,
+                    "; continue with --resume latest"));
+      result.steps = step + 1;
+      return result;
+    }
   }
   result.steps = total;
   result.val_loss = val_loss;
   result.train_seconds = seconds_between(loop_start, Clock::now());
-  const double steady_steps = static_cast<double>(std::max<int64_t>(total - 1, 1));
-  const double steady = total > 1 ? steady_seconds : result.train_seconds;
+  const int64_t ran = total - start_step;
+  const double steady_steps = static_cast<double>(std::max<int64_t>(ran - 1, 1));
+  const double steady = ran > 1 ? steady_seconds : result.train_seconds;
   result.tokens_per_second = steady_steps * tokens_per_step / steady;
   result.mfu = result.tokens_per_second * flops_per_token / peak_flops;
   log::info(str("done: ", total, " steps in ", fixed(result.train_seconds, 1), " s; ",

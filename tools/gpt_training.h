@@ -4,16 +4,19 @@
 // of the token files through the distributed sampler (each dp rank reads only its share of each
 // global batch), sets the learning rate of each step, evaluates on the held-out split, reports
 // what a person watching a run wants (rank 0, one line per train.log_every steps; every step to
-// run.dir/metrics.jsonl), writes the pipeline trace of one step if asked, and ends with a sample
-// of generated text.
+// run.dir/metrics.jsonl), writes the pipeline trace of one step if asked, saves checkpoints
+// (checkpoint.every, at the end, or when SIGTERM/SIGUSR1 arrives) and resumes from one, and ends
+// with a sample of generated text.
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/config.h"
 #include "parallel/parallel_context.h"
+#include "tools/checkpoint.h"
 
 namespace triax {
 
@@ -39,6 +42,7 @@ struct GptTrainingResult {
   double seconds_to_first_step = 0;  ///< process start to the end of step 1
   double train_seconds = 0;          ///< the training loop, evaluations included
   std::string sample;                ///< generated text (empty if sample.tokens = 0)
+  int stopped_by_signal = 0;         ///< SIGTERM/SIGUSR1 ended the run early (after a save)
 };
 
 class GptTraining {
@@ -47,6 +51,8 @@ class GptTraining {
   /// `node_leader`: this rank measures its node's matmul peak for MFU (local rank 0).
   GptTraining(const Config& config, ParallelContext& context,
               std::chrono::steady_clock::time_point process_start, bool node_leader);
+  /// Continue from `checkpoint` (read and checked by read_checkpoint) instead of step 0.
+  void resume_from(const CheckpointManifest& checkpoint) { resume_ = checkpoint; }
   GptTrainingResult run();
 
  private:
@@ -56,6 +62,7 @@ class GptTraining {
   ParallelContext& context_;
   std::chrono::steady_clock::time_point process_start_;
   bool node_leader_;
+  std::optional<CheckpointManifest> resume_;
 };
 
 }  // namespace triax

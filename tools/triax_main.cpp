@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "core/batch_plan.h"
@@ -22,11 +23,13 @@
 #include "models/gpt.h"
 #include "parallel/parallel_context.h"
 #include "parallel/world.h"
+#include "tools/checkpoint.h"
 #include "tools/cli_args.h"
 #include "tools/gpt_training.h"
 #include "tools/mlp_trainer.h"
 #include "tools/pipeline_plan.h"
 #include "tools/prepare_data.h"
+#include "tools/stop_signal.h"
 #include "tools/version.h"
 
 namespace triax {
@@ -114,6 +117,7 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
   Config config;
   ParallelLayout layout = ParallelLayout::create(1, 1, 1);
   std::string backend;
+  std::optional<CheckpointManifest> checkpoint;
   try {
     launch = detect_launch(process_env());
     log::set_prefix(str("[rank ", launch.rank, "]"));
@@ -124,7 +128,11 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     if (config.model.arch == "gpt") {
       schedule_from_config(config, layout.dp_size());
       plan_gpt_data(config);
+      if (!args.resume.empty()) checkpoint = read_checkpoint(args.resume, config);
     } else {
+      if (!args.resume.empty()) {
+        throw ConfigError("--resume: checkpoints are for model.arch: gpt (valid: no --resume)");
+      }
       check_fashion_mnist_files(config.data.dir);
       check_lr_schedule(config.train);
     }
@@ -162,7 +170,10 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
       log::info(str("resolved configuration written to ", path));
     }
     if (config.model.arch == "gpt") {
-      GptTraining(config, context, kProcessStart, launch.local_rank == 0).run();
+      install_stop_signals();
+      GptTraining training(config, context, kProcessStart, launch.local_rank == 0);
+      if (checkpoint) training.resume_from(*checkpoint);
+      training.run();
     } else {
       MlpTrainer(config, context).train();
     }
