@@ -10,6 +10,7 @@
 #include "core/atomic_file.h"
 #include "core/crc32.h"
 #include "core/error.h"
+#include "core/fault_point.h"
 #include "core/log.h"
 #include "core/safetensors.h"
 #include "parallel/gather_text.h"
@@ -102,6 +103,7 @@ std::string save_checkpoint(GptTrainer& trainer, ParallelContext& context, const
                       {"tensor_rank", std::to_string(context.tp_rank())}};
     const std::string file = shard_name(context.pp_rank(), context.tp_rank());
     save_safetensors(dir + "/" + file, shard);
+    fault_point("checkpoint-shard-written", step);
     int64_t bytes = 0;
     const uint32_t crc = file_crc32(dir + "/" + file, &bytes);
     mine = str("shard ", file, " ", context.pp_rank(), " ", context.tp_rank(), " ", bytes, " ", crc,
@@ -161,7 +163,9 @@ std::string save_checkpoint(GptTrainer& trainer, ParallelContext& context, const
     out << YAML::EndSeq;
     out << YAML::Key << "config" << YAML::Value << YAML::Literal << to_yaml(config);
     out << YAML::EndMap;
+    fault_point("checkpoint-before-manifest", step);
     write_text_atomically(dir + "/manifest.yaml", std::string(out.c_str()) + "\n");
+    fault_point("checkpoint-before-latest", step);
     write_text_atomically(root + "/latest", step_folder(step) + "\n");
     prune(root, config.checkpoint.keep);
   }

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Damaged checkpoints are refused on every rank, before any communication, with the file and
+# what is wrong: a truncated shard, a flipped byte, a manifest from a newer format, a missing
+# shard, and a different tensor/pipeline layout (which names `triax reshard`).
+# usage: bad_checkpoints.sh GOOD_STEP_DIR WORK_DIR EXPECT_ERROR MPIEXEC TRIAX CONFIG [--set ...]
+set -euo pipefail
+GOOD=$1 WORK=$2 EXPECT=$3 MPIEXEC=$4 TRIAX=$5 CONFIG=$6
+shift 6
+fresh() { rm -rf "$WORK/$1"; mkdir -p "$WORK"; cp -r "$GOOD" "$WORK/$1"; echo "$WORK/$1"; }
+run() {  # RANKS MESSAGE DIR [extra args]
+  local ranks=$1 message=$2 dir=$3
+  shift 3
+  "$EXPECT" "$ranks" "$message" "$MPIEXEC" -n "$ranks" "$TRIAX" train "$CONFIG" "$@" --resume "$dir"
+}
+d=$(fresh truncated) && truncate -s -100 "$d/pp1-tp0.safetensors"
+run 4 "bytes, the manifest says" "$d" "$@"
+d=$(fresh flipped) && printf 'X' | dd of="$d/pp0-tp1.safetensors" bs=1 seek=5000 conv=notrunc status=none
+run 4 "pp0-tp1.safetensors: checksum mismatch" "$d" "$@"
+d=$(fresh newer) && sed -i 's/^format_version: 1$/format_version: 99/' "$d/manifest.yaml"
+run 4 "checkpoint format version 99 is newer than this triax reads (1)" "$d" "$@"
+d=$(fresh missing) && rm "$d/pp1-tp1.safetensors"
+run 4 "pp1-tp1.safetensors: shard file is missing" "$d" "$@"
+d=$(fresh interrupted) && rm "$d/manifest.yaml"
+run 4 "is missing (valid: a checkpoint step folder" "$d" "$@"
+d=$(fresh layout)
+run 2 "the checkpoint was written at parallel.tensor=2 parallel.pipeline=2" "$d" "$@" \
+  --set parallel.tensor=1 --set parallel.pipeline=1
+run 2 "triax reshard" "$d" "$@" --set parallel.tensor=1 --set parallel.pipeline=1
+echo "PASS: every damaged checkpoint was refused on every rank"
