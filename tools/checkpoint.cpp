@@ -21,6 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+}  // namespace
+
 std::string step_folder(int64_t step) {
   char name[32];
   std::snprintf(name, sizeof(name), "step_%08lld", static_cast<long long>(step));
@@ -30,6 +32,8 @@ std::string step_folder(int64_t step) {
 std::string shard_name(int pp, int tp) {
   return str("pp", pp, "-tp", tp, ".safetensors");
 }
+
+namespace {
 
 void write_text_atomically(const std::string& path, const std::string& text) {
   AtomicFile out(path);
@@ -77,6 +81,55 @@ void prune(const std::string& root, int64_t keep) {
 
 }  // namespace
 
+void write_checkpoint_manifest(const CheckpointManifest& m,
+                               const std::vector<std::string>& parameters, const Config& config) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "format_version" << YAML::Value << kCheckpointFormatVersion;
+  out << YAML::Key << "step" << YAML::Value << m.step;
+  out << YAML::Key << "consumed_samples" << YAML::Value << m.consumed_samples;
+  out << YAML::Key << "layout" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "tensor" << YAML::Value << m.tensor;
+  out << YAML::Key << "pipeline" << YAML::Value << m.pipeline;
+  out << YAML::Key << "chunks_per_rank" << YAML::Value << m.chunks_per_rank;
+  out << YAML::Key << "data_written_at" << YAML::Value << m.data_written_at;
+  out << YAML::EndMap;
+  out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "seed" << YAML::Value << config.train.seed;
+  out << YAML::Key << "next_global_batch" << YAML::Value << m.step;
+  out << YAML::Key << "rule" << YAML::Value
+      << "global batch k = samples [k*B, (k+1)*B) of the epoch's permutation (seed + epoch)";
+  out << YAML::EndMap;
+  out << YAML::Key << "shards" << YAML::Value << YAML::BeginSeq;
+  for (const CheckpointShard& shard : m.shards) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "file" << YAML::Value
+        << fs::path(shard.file).filename().string() << YAML::Key << "pipeline_rank" << YAML::Value
+        << shard.pipeline_rank << YAML::Key << "tensor_rank" << YAML::Value << shard.tensor_rank
+        << YAML::Key << "bytes" << YAML::Value << shard.bytes << YAML::Key << "crc32" << YAML::Value
+        << shard.crc32 << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "parameters" << YAML::Value << YAML::BeginSeq;
+  for (const std::string& line : parameters) {
+    std::istringstream fields(line);
+    std::string name, shape;
+    int64_t stage = 0, dim = 0, stride = 1;
+    fields >> name >> stage >> shape >> dim >> stride;
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << name << YAML::Key
+        << "stage" << YAML::Value << stage << YAML::Key << "shape" << YAML::Value << shape
+        << YAML::Key << "tp_split_dim" << YAML::Value << dim << YAML::Key << "tp_split_stride"
+        << YAML::Value << stride << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "config" << YAML::Value << YAML::Literal << to_yaml(config);
+  out << YAML::EndMap;
+  const std::string root = fs::path(m.dir).parent_path().string();
+  fault_point("checkpoint-before-manifest", m.step);
+  write_text_atomically(m.dir + "/manifest.yaml", std::string(out.c_str()) + "\n");
+  fault_point("checkpoint-before-latest", m.step);
+  write_text_atomically(root + "/latest", fs::path(m.dir).filename().string() + "\n");
+}
+
 std::string checkpoint_root(const Config& config) {
   if (!config.checkpoint.dir.empty()) return config.checkpoint.dir;
   return config.run.dir.empty() ? "" : config.run.dir + "/checkpoints";
@@ -111,72 +164,41 @@ std::string save_checkpoint(GptTrainer& trainer, ParallelContext& context, const
   }
   const std::vector<std::string> parts = all_gather_text(world, mine);
   if (context.rank() == 0) {
-    YAML::Emitter out;
-    out << YAML::BeginMap;
-    out << YAML::Key << "format_version" << YAML::Value << kCheckpointFormatVersion;
-    out << YAML::Key << "step" << YAML::Value << step;
-    out << YAML::Key << "consumed_samples" << YAML::Value << step * config.train.global_batch;
-    out << YAML::Key << "layout" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "tensor" << YAML::Value << context.tp_size();
-    out << YAML::Key << "pipeline" << YAML::Value << context.pp_size();
-    out << YAML::Key << "chunks_per_rank" << YAML::Value << trainer.schedule().chunks;
-    out << YAML::Key << "data_written_at" << YAML::Value << context.dp_size();
-    out << YAML::EndMap;
-    out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "seed" << YAML::Value << config.train.seed;
-    out << YAML::Key << "next_global_batch" << YAML::Value << step;
-    out << YAML::Key << "rule" << YAML::Value
-        << "global batch k = samples [k*B, (k+1)*B) of the epoch's permutation (seed + epoch)";
-    out << YAML::EndMap;
-    out << YAML::Key << "shards" << YAML::Value << YAML::BeginSeq;
+    std::vector<CheckpointShard> shards;
     std::vector<std::string> parameters;
     for (const std::string& part : parts) {
       if (part.empty()) continue;
       std::istringstream lines(part);
-      std::string tag, file;
-      int pp = 0, tp = 0;
-      int64_t bytes = 0;
-      uint32_t crc = 0;
-      lines >> tag >> file >> pp >> tp >> bytes >> crc;
-      out << YAML::Flow << YAML::BeginMap << YAML::Key << "file" << YAML::Value << file << YAML::Key
-          << "pipeline_rank" << YAML::Value << pp << YAML::Key << "tensor_rank" << YAML::Value << tp
-          << YAML::Key << "bytes" << YAML::Value << bytes << YAML::Key << "crc32" << YAML::Value
-          << crc << YAML::EndMap;
+      std::string tag;
+      CheckpointShard shard;
+      lines >> tag >> shard.file >> shard.pipeline_rank >> shard.tensor_rank >> shard.bytes >>
+          shard.crc32;
+      shards.push_back(shard);
       std::string line;
       std::getline(lines, line);
       while (std::getline(lines, line)) {
-        if (tp == 0 && !line.empty()) parameters.push_back(line);  // one tp rank names them
+        if (shard.tensor_rank == 0 && !line.empty()) parameters.push_back(line);  // once per name
       }
     }
-    out << YAML::EndSeq;
-    out << YAML::Key << "parameters" << YAML::Value << YAML::BeginSeq;
-    for (const std::string& line : parameters) {
-      std::istringstream fields(line);
-      std::string name, shape;
-      int64_t stage = 0, dim = 0, stride = 1;
-      fields >> name >> stage >> shape >> dim >> stride;
-      out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << name << YAML::Key
-          << "stage" << YAML::Value << stage << YAML::Key << "shape" << YAML::Value << shape
-          << YAML::Key << "tp_split_dim" << YAML::Value << dim << YAML::Key << "tp_split_stride"
-          << YAML::Value << stride << YAML::EndMap;
-    }
-    out << YAML::EndSeq;
-    out << YAML::Key << "config" << YAML::Value << YAML::Literal << to_yaml(config);
-    out << YAML::EndMap;
-    fault_point("checkpoint-before-manifest", step);
-    write_text_atomically(dir + "/manifest.yaml", std::string(out.c_str()) + "\n");
-    fault_point("checkpoint-before-latest", step);
-    write_text_atomically(root + "/latest", step_folder(step) + "\n");
+    CheckpointManifest manifest;
+    manifest.dir = dir;
+    manifest.step = step;
+    manifest.consumed_samples = step * config.train.global_batch;
+    manifest.tensor = context.tp_size();
+    manifest.pipeline = context.pp_size();
+    manifest.chunks_per_rank = trainer.schedule().chunks;
+    manifest.data_written_at = context.dp_size();
+    manifest.shards = shards;
+    write_checkpoint_manifest(manifest, parameters, config);
     prune(root, config.checkpoint.keep);
   }
   world.barrier();
   return dir;
 }
 
-CheckpointManifest read_checkpoint(const std::string& spec, const Config& config) {
+CheckpointManifest read_checkpoint_files(const std::string& spec, const std::string& root) {
   std::string dir = spec;
   if (spec == "latest") {
-    const std::string root = checkpoint_root(config);
     if (root.empty()) {
       throw ConfigError("--resume latest: no checkpoint folder (set checkpoint.dir or run.dir)");
     }
@@ -223,17 +245,6 @@ CheckpointManifest read_checkpoint(const std::string& spec, const Config& config
   } catch (const YAML::Exception& e) {
     throw ConfigError(str(manifest_path, ": not a readable checkpoint manifest: ", e.what()));
   }
-  if (m.tensor != config.parallel.tensor || m.pipeline != config.parallel.pipeline ||
-      m.chunks_per_rank != config.schedule.chunks_per_rank) {
-    throw ConfigError(str(
-        "--resume ", spec, ": the checkpoint was written at parallel.tensor=", m.tensor,
-        " parallel.pipeline=", m.pipeline, " schedule.chunks_per_rank=", m.chunks_per_rank,
-        ", this run has tensor=", config.parallel.tensor, " pipeline=", config.parallel.pipeline,
-        " chunks_per_rank=", config.schedule.chunks_per_rank,
-        " (tp and pp shape the saved weights; dp may differ). Convert it first: triax reshard ",
-        dir, " --tensor ", config.parallel.tensor, " --pipeline ", config.parallel.pipeline,
-        " --out NEW_DIR"));
-  }
   if (static_cast<int64_t>(m.shards.size()) != m.tensor * m.pipeline) {
     throw ConfigError(str(manifest_path, ": lists ", m.shards.size(), " shards for tp ", m.tensor,
                           " x pp ", m.pipeline));
@@ -250,6 +261,23 @@ CheckpointManifest read_checkpoint(const std::string& spec, const Config& config
       throw ConfigError(str(shard.file, ": checksum mismatch (CRC-32 ", crc, ", the manifest says ",
                             shard.crc32, "): the shard is corrupt"));
     }
+  }
+  return m;
+}
+
+CheckpointManifest read_checkpoint(const std::string& spec, const Config& config) {
+  CheckpointManifest m = read_checkpoint_files(spec, checkpoint_root(config));
+  const std::string dir = m.dir;
+  if (m.tensor != config.parallel.tensor || m.pipeline != config.parallel.pipeline ||
+      m.chunks_per_rank != config.schedule.chunks_per_rank) {
+    throw ConfigError(str(
+        "--resume ", spec, ": the checkpoint was written at parallel.tensor=", m.tensor,
+        " parallel.pipeline=", m.pipeline, " schedule.chunks_per_rank=", m.chunks_per_rank,
+        ", this run has tensor=", config.parallel.tensor, " pipeline=", config.parallel.pipeline,
+        " chunks_per_rank=", config.schedule.chunks_per_rank,
+        " (tp and pp shape the saved weights; dp may differ). Convert it first: triax reshard ",
+        dir, " --tensor ", config.parallel.tensor, " --pipeline ", config.parallel.pipeline,
+        " --out NEW_DIR"));
   }
   return m;
 }

@@ -46,6 +46,16 @@ struct CheckpointManifest {
   std::vector<CheckpointShard> shards;
 };
 
+/// "step_00000012".
+std::string step_folder(int64_t step);
+/// "pp1-tp0.safetensors".
+std::string shard_name(int pp, int tp);
+
+/// Writes `m.dir`/manifest.yaml, then the root's `latest` (both atomic). `parameters`: one
+/// "name stage AxB split_dim split_stride" line per parameter.
+void write_checkpoint_manifest(const CheckpointManifest& m,
+                               const std::vector<std::string>& parameters, const Config& config);
+
 /// checkpoint.dir, or run.dir/checkpoints; "" when neither is set.
 std::string checkpoint_root(const Config& config);
 
@@ -54,6 +64,9 @@ std::string checkpoint_root(const Config& config);
 /// so it runs on every rank before communication: a bad checkpoint is one clear error per rank
 /// (ConfigError naming the file and what is wrong).
 CheckpointManifest read_checkpoint(const std::string& spec, const Config& config);
+
+/// The same without comparing layouts (for conversions); "latest" resolves under `root`.
+CheckpointManifest read_checkpoint_files(const std::string& spec, const std::string& root);
 
 /// Saves this step (a collective over the world). Returns the step folder.
 std::string save_checkpoint(GptTrainer& trainer, ParallelContext& context, const Config& config,

@@ -7,10 +7,20 @@
 namespace triax {
 namespace {
 
-const std::vector<std::string> kCommands = {"train", "config", "prepare-data",
-                                            "plot",  "help",   "version"};
-const std::vector<std::string> kOptions = {"--set", "--world", "--describe",    "--markdown",
-                                           "--out", "--help",  "--val-fraction"};
+const std::vector<std::string> kCommands = {"train",  "config", "prepare-data", "plot",   "reshard",
+                                            "export", "import", "help",         "version"};
+const std::vector<std::string> kOptions = {"--set",    "--world",    "--describe",     "--markdown",
+                                           "--out",    "--help",     "--val-fraction", "--resume",
+                                           "--tensor", "--pipeline", "--chunks"};
+
+int parse_size(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  const long n = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || n < 1 || n > (1 << 20)) {
+    throw ConfigError(str(option, ": '", text, "' is not a positive integer"));
+  }
+  return static_cast<int>(n);
+}
 
 double parse_fraction(const std::string& option, const std::string& text) {
   char* end = nullptr;
@@ -40,6 +50,11 @@ std::string usage() {
          "                                        turn text files (or folders of them) into the\n"
          "                                        byte-level token files DIR/train.tok, val.tok\n"
          "  plot RUN_DIR [--out PNG]              draw RUN_DIR/metrics.jsonl's loss curves\n"
+         "  reshard SRC --tensor T --pipeline P [--chunks V] --out DST\n"
+         "                                        rewrite a checkpoint for another tp/pp layout\n"
+         "  export SRC --out FILE.safetensors     the whole model in one file (full names)\n"
+         "  import FILE --tensor T --pipeline P [--chunks V] --out DST\n"
+         "                                        a full-model file as a checkpoint (step 0)\n"
          "  version                               print the version\n"
          "  help                                  print this help\n"
          "\n"
@@ -86,6 +101,9 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
       args.markdown = true;
     } else if (arg == "--out") {
       args.out = value(arg);
+    } else if (arg == "--tensor" || arg == "--pipeline" || arg == "--chunks") {
+      const int n = parse_size(arg, value(arg));
+      (arg == "--tensor" ? args.tensor : arg == "--pipeline" ? args.pipeline : args.chunks) = n;
     } else if (arg == "--resume") {
       args.resume = value(arg);
     } else if (arg == "--val-fraction") {
@@ -116,6 +134,15 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
     throw ConfigError(
         "triax prepare-data needs text files or folders and --out DIR, e.g. triax prepare-data "
         "/usr/share/games/fortunes --out data/fortunes");
+  }
+  if ((args.command == "reshard" || args.command == "import") &&
+      (args.inputs.size() != 1 || args.out.empty() || args.tensor == 0 || args.pipeline == 0)) {
+    throw ConfigError(str("triax ", args.command, " needs ",
+                          args.command == "reshard" ? "SRC_CHECKPOINT" : "FULL_MODEL.safetensors",
+                          " --tensor T --pipeline P --out DST_DIR"));
+  }
+  if (args.command == "export" && (args.inputs.size() != 1 || args.out.empty())) {
+    throw ConfigError("triax export needs SRC_CHECKPOINT --out FULL_MODEL.safetensors");
   }
   if (args.command == "plot" && args.inputs.size() != 1) {
     throw ConfigError("triax plot needs one RUN_DIR (the run.dir of a training run)");

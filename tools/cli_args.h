@@ -10,16 +10,21 @@
 namespace triax {
 
 struct CliArgs {
-  std::string command;                 ///< train, config, prepare-data, plot, help, version
+  std::string
+      command;  ///< train, config, prepare-data, plot, reshard, export, import, help, version
   std::string config_path;             ///< train/config: the YAML file
   std::vector<std::string> overrides;  ///< --set key=value, in order
   int world = 0;                       ///< --world N (config): layout for N ranks; 0 = launch's
   bool describe = false;               ///< --describe (config): list every key
   bool markdown = false;               ///< --markdown (config --describe): as a Markdown table
-  std::vector<std::string> inputs;     ///< prepare-data: text files or folders; plot: RUN_DIR
-  std::string out;                     ///< --out: prepare-data's folder, plot's PNG
-  double val_fraction = 0.05;          ///< --val-fraction (prepare-data)
-  std::string resume;                  ///< --resume DIR|latest (train): continue a checkpoint
+  std::vector<std::string>
+      inputs;  ///< prepare-data: text files or folders; plot: RUN_DIR; reshard/export/import: SRC
+  std::string out;             ///< --out: prepare-data's folder, plot's PNG
+  double val_fraction = 0.05;  ///< --val-fraction (prepare-data)
+  std::string resume;          ///< --resume DIR|latest (train): continue a checkpoint
+  int tensor = 0;              ///< --tensor T (reshard, import)
+  int pipeline = 0;            ///< --pipeline P (reshard, import)
+  int chunks = 1;              ///< --chunks V (reshard, import): chunks per pipeline rank
 };
 
 /// Throws ConfigError (with a "did you mean") on an unknown subcommand or option.

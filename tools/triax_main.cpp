@@ -24,6 +24,7 @@
 #include "parallel/parallel_context.h"
 #include "parallel/world.h"
 #include "tools/checkpoint.h"
+#include "tools/checkpoint_convert.h"
 #include "tools/cli_args.h"
 #include "tools/gpt_training.h"
 #include "tools/mlp_trainer.h"
@@ -109,6 +110,34 @@ int run_plot(const CliArgs& args) {
   ::execl("/usr/bin/python3", "python3", script.c_str(), run_dir.c_str(), out.c_str(),
           static_cast<char*>(nullptr));
   throw Error(str("cannot run /usr/bin/python3 ", script, " (apt-get install python3-matplotlib)"));
+}
+
+int run_convert(const CliArgs& args) {
+  const std::string& source = args.inputs[0];
+  if (args.command == "import") {
+    const FullModelState state = import_full_model(source);
+    const std::string dir =
+        write_sharded_checkpoint(state, args.tensor, args.pipeline, args.chunks, args.out);
+    std::printf(
+        "imported %s: %zu parameters -> %s (tp %d, pp %d); train from it with --resume %s\n",
+        source.c_str(), state.tensors.size(), dir.c_str(), args.tensor, args.pipeline, dir.c_str());
+    return 0;
+  }
+  const CheckpointManifest manifest = read_checkpoint_files(source, source);
+  const FullModelState state = read_full_state(manifest);
+  if (args.command == "export") {
+    export_full_model(state, args.out);
+    std::printf("exported %s (step %lld) -> %s\n", manifest.dir.c_str(),
+                static_cast<long long>(state.step), args.out.c_str());
+    return 0;
+  }
+  const std::string dir =
+      write_sharded_checkpoint(state, args.tensor, args.pipeline, args.chunks, args.out);
+  std::printf("resharded %s (tp %lld, pp %lld) -> %s (tp %d, pp %d, %d chunk(s) per rank)\n",
+              manifest.dir.c_str(), static_cast<long long>(manifest.tensor),
+              static_cast<long long>(manifest.pipeline), dir.c_str(), args.tensor, args.pipeline,
+              args.chunks);
+  return 0;
 }
 
 int run_train(const CliArgs& args, int* argc, char*** argv) {
@@ -207,6 +236,9 @@ int main(int argc, char** argv) {
     if (args.command == "config") return run_config(args);
     if (args.command == "prepare-data") return run_prepare_data(args);
     if (args.command == "plot") return run_plot(args);
+    if (args.command == "reshard" || args.command == "export" || args.command == "import") {
+      return run_convert(args);
+    }
     return run_train(args, &argc, &argv);
   } catch (const ConfigError& e) {
     log::error(e.what());
