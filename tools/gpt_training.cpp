@@ -155,11 +155,14 @@ GptTrainingResult GptTraining::run() {
   const BatchPlan& plan = trainer.plan();
   int64_t start_step = 0;
   if (resume_) {
+    const Clock::time_point load_start = Clock::now();
     load_checkpoint(trainer, context_, *resume_);
+    context_.world().barrier();
+    const double load_seconds = seconds_between(load_start, Clock::now());
     start_step = resume_->step;
     log::info(str("resumed from ", resume_->dir, " after step ", start_step, " (",
                   resume_->consumed_samples, " samples; written at dp ", resume_->data_written_at,
-                  ", now dp ", context_.dp_size(), ")"));
+                  ", now dp ", context_.dp_size(), ") in ", fixed(load_seconds, 2), " s"));
   }
   const int64_t total = data.total_steps;
   const double tokens_per_step = static_cast<double>(plan.global_batch * config_.model.seq_len);
