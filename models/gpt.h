@@ -83,6 +83,8 @@ class GptImpl : public torch::nn::Module {
   /// Final norm and head, gathered over tp: [b, s, hidden] -> logits [b, s, vocab] (needs
   /// has_head; generation).
   torch::Tensor logits_from_hidden(const torch::Tensor& h);
+  /// The dropout streams of this part (checkpoints save and restore their positions).
+  TpDropout& dropout() { return *dropout_; }
   /// Full logits [b, s, vocab], gathered over tp (generation, tests): not for training.
   torch::Tensor full_logits(const torch::Tensor& ids);
 

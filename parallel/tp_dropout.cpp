@@ -1,5 +1,7 @@
 #include "parallel/tp_dropout.h"
 
+#include "core/error.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 
 namespace triax {
@@ -23,6 +25,16 @@ torch::Tensor TpDropout::apply(const torch::Tensor& x, double p, bool training,
   // torch::dropout has no generator argument; draw the keep-mask from ours.
   const torch::Tensor keep = torch::empty_like(x, torch::kFloat).bernoulli_(1.0 - p, gen);
   return x * keep.to(x.dtype()) / (1.0 - p);
+}
+
+std::vector<torch::Tensor> TpDropout::state() const {
+  return {shared_.get_state(), tp_local_.get_state()};
+}
+
+void TpDropout::set_state(const std::vector<torch::Tensor>& state) {
+  TRIAX_CHECK(state.size() == 2, "dropout state holds ", state.size(), " streams, expected 2");
+  shared_.set_state(state[0]);
+  tp_local_.set_state(state[1]);
 }
 
 }  // namespace triax

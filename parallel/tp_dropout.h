@@ -27,6 +27,11 @@ class TpDropout {
   /// Dropout with this tp rank's own stream.
   torch::Tensor tp_local(const torch::Tensor& x, double p, bool training);
 
+  /// Both streams' positions (a checkpoint saves them so a resumed run drops the same elements):
+  /// {shared, tp_local}, as the generators' byte states.
+  std::vector<torch::Tensor> state() const;
+  void set_state(const std::vector<torch::Tensor>& state);
+
  private:
   static torch::Tensor apply(const torch::Tensor& x, double p, bool training, at::Generator& gen);
   at::Generator shared_;

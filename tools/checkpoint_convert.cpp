@@ -91,6 +91,8 @@ FullModelState read_full_state(const CheckpointManifest& manifest) {
   for (const CheckpointShard& shard : manifest.shards) {
     const SafetensorsFile file = load_safetensors(shard.file);
     for (const auto& [name, tensor] : file.tensors) {
+      // Dropout streams belong to a (stage, tp rank) position; another layout starts new ones.
+      if (name.rfind("rng/", 0) == 0) continue;
       const auto slash = name.find('/');
       const int64_t chunk = std::stoll(name.substr(1, slash - 1));
       const int64_t stage = chunk * manifest.pipeline + shard.pipeline_rank;

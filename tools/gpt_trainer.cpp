@@ -164,6 +164,11 @@ std::vector<std::pair<std::string, torch::Tensor>> GptTrainer::state_tensors() {
       out.emplace_back(name + "@momentum", sgd->momentum_buffer());
     }
   }
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const auto streams = chunks_[c]->dropout().state();
+    out.emplace_back(str("rng/c", c, "/dropout_shared"), streams[0]);
+    out.emplace_back(str("rng/c", c, "/dropout_tp_local"), streams[1]);
+  }
   return out;
 }
 
@@ -197,6 +202,11 @@ void GptTrainer::load_state_tensors(const std::map<std::string, torch::Tensor>& 
       restored->momentum_buffer(momentum->clone());
       state[state_key(params_[k])] = std::move(restored);
     }
+  }
+  for (size_t c = 0; c < chunks_.size(); ++c) {  // absent in imported or resharded checkpoints
+    const torch::Tensor* shared = get(str("rng/c", c, "/dropout_shared"));
+    const torch::Tensor* local = get(str("rng/c", c, "/dropout_tp_local"));
+    if (shared != nullptr && local != nullptr) chunks_[c]->dropout().set_state({*shared, *local});
   }
 }
 

@@ -48,7 +48,8 @@ class GptTrainer {
   const Schedule& schedule() const { return schedule_; }
   const BatchPlan& plan() const { return plan_; }
   /// This rank's parameters and optimizer state, by checkpoint name: "c<chunk>/<parameter>"
-  /// and "c<chunk>/<parameter>@<state>" (AdamW: exp_avg, exp_avg_sq, step; SGD: momentum).
+  /// and "c<chunk>/<parameter>@<state>" (AdamW: exp_avg, exp_avg_sq, step; SGD: momentum),
+  /// plus each chunk's dropout stream positions "rng/c<chunk>/dropout_{shared,tp_local}".
   std::vector<std::pair<std::string, torch::Tensor>> state_tensors();
   /// Restores what state_tensors() returned (names checked; throws naming a missing one).
   void load_state_tensors(const std::map<std::string, torch::Tensor>& tensors);
