@@ -40,3 +40,18 @@ TEST_CASE("prepare-data and plot take inputs and --out", "[cli]") {
   CHECK_THROWS_WITH(parse_cli_args({"plot"}), Contains("needs one RUN_DIR"));
   CHECK(parse_cli_args({"config", "--describe", "--markdown"}).markdown);
 }
+
+TEST_CASE("reshard, export and import name what they need", "[cli]") {
+  const auto reshard = parse_cli_args(
+      {"reshard", "ckpt", "--tensor", "4", "--pipeline", "1", "--chunks", "2", "--out", "dst"});
+  CHECK(reshard.inputs == std::vector<std::string>{"ckpt"});
+  CHECK(reshard.tensor == 4);
+  CHECK(reshard.pipeline == 1);
+  CHECK(reshard.chunks == 2);
+  CHECK_THROWS_WITH(parse_cli_args({"reshard", "ckpt", "--out", "dst"}),
+                    Contains("--tensor T --pipeline P --out DST_DIR"));
+  CHECK_THROWS_WITH(parse_cli_args({"reshard", "c", "--tensor", "0"}),
+                    Contains("--tensor: '0' is not a positive integer"));
+  CHECK_THROWS_WITH(parse_cli_args({"export", "ckpt"}), Contains("--out FULL_MODEL.safetensors"));
+  CHECK(parse_cli_args({"train", "c.yaml", "--resume", "latest"}).resume == "latest");
+}
