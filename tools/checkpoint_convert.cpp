@@ -137,6 +137,8 @@ std::string write_sharded_checkpoint(const FullModelState& state, int tensor, in
   fs::remove_all(manifest.dir);
   fs::create_directories(manifest.dir);
   std::vector<std::string> parameters;
+  std::multimap<std::string, std::string> by_parameter;  // parameter name -> its tensors' keys
+  for (const auto& item : state.tensors) by_parameter.emplace(base_name(item.first), item.first);
   for (int pp = 0; pp < pipeline; ++pp) {
     for (int tp = 0; tp < tensor; ++tp) {
       ShapeOnlyCommunicator group(tp, tensor);
@@ -148,8 +150,10 @@ std::string write_sharded_checkpoint(const FullModelState& state, int tensor, in
         const auto specs = collect_shard_specs(*part);
         for (const auto& item : part->named_parameters()) {
           const auto spec = specs.find(item.key());
-          for (const auto& [key, full] : state.tensors) {
-            if (base_name(key) != item.key()) continue;
+          const auto range = by_parameter.equal_range(item.key());
+          for (auto entry = range.first; entry != range.second; ++entry) {
+            const std::string& key = entry->second;
+            const torch::Tensor& full = state.tensors.at(key);
             const bool sharded = spec != specs.end() && key.find("@step") == std::string::npos;
             shard.tensors.emplace_back(str("c", c, "/", key),
                                        sharded ? shard_of(full, spec->second, tp, tensor) : full);
