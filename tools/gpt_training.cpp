@@ -160,9 +160,13 @@ GptTrainingResult GptTraining::run() {
     context_.world().barrier();
     const double load_seconds = seconds_between(load_start, Clock::now());
     start_step = resume_->step;
+    // data_written_at is 0 for checkpoints made by `triax reshard`/`import`, not by a run.
+    const std::string origin = resume_->data_written_at > 0
+                                   ? str("written at dp ", resume_->data_written_at)
+                                   : std::string("converted offline");
     log::info(str("resumed from ", resume_->dir, " after step ", start_step, " (",
-                  resume_->consumed_samples, " samples; written at dp ", resume_->data_written_at,
-                  ", now dp ", context_.dp_size(), ") in ", fixed(load_seconds, 2), " s"));
+                  resume_->consumed_samples, " samples; ", origin, ", now dp ", context_.dp_size(),
+                  ") in ", fixed(load_seconds, 2), " s"));
   }
   const int64_t total = data.total_steps;
   const double tokens_per_step = static_cast<double>(plan.global_batch * config_.model.seq_len);
