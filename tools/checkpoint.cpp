@@ -135,6 +135,17 @@ std::string checkpoint_root(const Config& config) {
   return config.run.dir.empty() ? "" : config.run.dir + "/checkpoints";
 }
 
+std::string resolve_resume_spec(const std::string& spec, const Config& config) {
+  if (spec != "auto") return spec;
+  const std::string root = checkpoint_root(config);
+  if (root.empty()) {
+    throw ConfigError("--resume auto: no checkpoint folder (set checkpoint.dir or run.dir)");
+  }
+  if (fs::exists(root + "/latest")) return "latest";
+  log::info(str("--resume auto: no checkpoint in ", root, " yet; starting from step 0"));
+  return "";
+}
+
 std::string save_checkpoint(GptTrainer& trainer, ParallelContext& context, const Config& config,
                             int64_t step) {
   const std::string root = checkpoint_root(config);

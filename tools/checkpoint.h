@@ -1,5 +1,5 @@
-// defines: triax::CheckpointManifest, triax::checkpoint_root, triax::read_checkpoint,
-//          triax::save_checkpoint, triax::load_checkpoint
+// defines: triax::CheckpointManifest, triax::checkpoint_root, triax::resolve_resume_spec,
+//          triax::read_checkpoint, triax::save_checkpoint, triax::load_checkpoint
 //
 // A checkpoint is a folder ROOT/step_NNNNNNNN holding
 //   pp<P>-tp<T>.safetensors   one shard per (pipeline, tensor) position: its parameters and
@@ -58,6 +58,11 @@ void write_checkpoint_manifest(const CheckpointManifest& m,
 
 /// checkpoint.dir, or run.dir/checkpoints; "" when neither is set.
 std::string checkpoint_root(const Config& config);
+
+/// `--resume auto` means "latest" when the checkpoint folder has a `latest` pointer and no
+/// resume otherwise (a requeued job preempted before its first save starts afresh); returns
+/// `spec` unchanged for any other value and "" for no resume.
+std::string resolve_resume_spec(const std::string& spec, const Config& config);
 
 /// Resolves `spec` ("latest", a step folder, or a root holding `latest`), reads its manifest,
 /// checks every shard's size and CRC-32 and that its tp/pp match `config`. Pure file reading,

@@ -37,7 +37,7 @@ std::string usage() {
   return "usage: triax COMMAND [ARGS]\n"
          "\n"
          "commands:\n"
-         "  train CONFIG [--set key=value ...] [--resume DIR|latest]\n"
+         "  train CONFIG [--set key=value ...] [--resume DIR|latest|auto]\n"
          "                                        train the model CONFIG describes; launch it "
          "with\n"
          "                                        mpirun -np N, srun --mpi=pmi2 or torchrun\n"

@@ -150,6 +150,7 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
   try {
     launch = detect_launch(process_env());
     log::set_prefix(str("[rank ", launch.rank, "]"));
+    log::set_is_root(launch.rank == 0);  // pre-communication notes once, errors on every rank
     config = load_config(args.config_path, args.overrides);
     layout = ParallelLayout::from_config(config.parallel, launch.world_size);
     check_model_layout(config);
@@ -157,7 +158,8 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     if (config.model.arch == "gpt") {
       schedule_from_config(config, layout.dp_size());
       plan_gpt_data(config);
-      if (!args.resume.empty()) checkpoint = read_checkpoint(args.resume, config);
+      const std::string resume = resolve_resume_spec(args.resume, config);
+      if (!resume.empty()) checkpoint = read_checkpoint(resume, config);
     } else {
       if (!args.resume.empty()) {
         throw ConfigError("--resume: checkpoints are for model.arch: gpt (valid: no --resume)");

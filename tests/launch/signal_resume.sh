@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SIGTERM (what Slurm sends before preemption) to every rank of a running job: each finishes its
-# step, a checkpoint is saved and the job exits 0; `--resume latest` then completes the run, and
-# metrics.jsonl holds every step once.
+# step, a checkpoint is saved and the job exits 0; `--resume auto` then completes the run, and
+# metrics.jsonl holds every step once. Both runs use `--resume auto` (what the sbatch template
+# passes on requeue): the first finds no checkpoint and starts afresh, the second resumes.
 # usage: signal_resume.sh RUN_DIR STEPS MPIEXEC TRIAX CONFIG [--set ...]
 set -euo pipefail
 DIR=$1 STEPS=$2 MPIEXEC=$3 TRIAX=$4 CONFIG=$5
@@ -9,7 +10,7 @@ shift 5
 rm -rf "$DIR"
 mkdir -p "$DIR"
 "$MPIEXEC" -n 8 "$TRIAX" train "$CONFIG" "$@" --set train.steps="$STEPS" --set run.dir="$DIR" \
-  >"$DIR/first.log" 2>&1 &
+  --resume auto >"$DIR/first.log" 2>&1 &
 job=$!
 for _ in $(seq 1 600); do
   [ -f "$DIR/metrics.jsonl" ] && [ "$(wc -l <"$DIR/metrics.jsonl")" -ge 3 ] && break
@@ -26,10 +27,12 @@ rc=0
 wait $job || rc=$?
 cat "$DIR/first.log"
 [ $rc -eq 0 ] || { echo "FAIL: the signalled job exited $rc, expected 0" >&2; exit 1; }
+grep -q "resume auto: no checkpoint in .* yet; starting from step 0" "$DIR/first.log" ||
+  { echo "FAIL: --resume auto did not start afresh" >&2; exit 1; }
 grep -q "stopping after step [0-9]* on signal 15" "$DIR/first.log" ||
   { echo "FAIL: no 'stopping after step' line" >&2; exit 1; }
 "$MPIEXEC" -n 8 "$TRIAX" train "$CONFIG" "$@" --set train.steps="$STEPS" --set run.dir="$DIR" \
-  --resume latest
+  --resume auto
 /usr/bin/python3 - "$DIR/metrics.jsonl" "$STEPS" <<'PY'
 import json, sys
 steps = [json.loads(line)["step"] for line in open(sys.argv[1]) if line.strip()]
