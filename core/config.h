@@ -155,8 +155,9 @@ struct CheckpointConfig {
   /// Keep the newest N checkpoints, deleting older ones after each save (0 = keep all).
   /// Default 3.
   int64_t keep = 3;
-  /// Also save after the last step. Default false.
-  bool at_end = false;
+  /// Also save after the last step, when there is a checkpoint folder (so a finished run can be
+  /// exported, extended, or found finished by a requeued job). Default true.
+  bool at_end = true;
 };
 
 struct RunConfig {

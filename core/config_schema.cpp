@@ -105,7 +105,8 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("every", c.checkpoint.every, kNonNegative,
             "save every N steps; 0 = never periodically");
     v.field("keep", c.checkpoint.keep, kNonNegative, "keep the newest N checkpoints; 0 = all");
-    v.field("at_end", c.checkpoint.at_end, "also save after the last step");
+    v.field("at_end", c.checkpoint.at_end,
+            "also save after the last step (when checkpoint.dir or run.dir is set)");
   });
   v.section("run", [&] {
     v.field("dir", c.run.dir, {},

@@ -17,6 +17,7 @@
 #include "models/gpt_flops.h"
 #include "schedules/pipeline_trace.h"
 #include "tools/gpt_trainer.h"
+#include "tools/metrics_file.h"
 #include "tools/pipeline_plan.h"
 #include "tools/stop_signal.h"
 #include "tools/text_generator.h"
@@ -169,6 +170,14 @@ GptTrainingResult GptTraining::run() {
                   ") in ", fixed(load_seconds, 2), " s"));
   }
   const int64_t total = data.total_steps;
+  if (start_step >= total) {
+    // A requeued job that had already finished, or a resume with fewer steps configured.
+    log::info(str("nothing to train: the checkpoint is at step ", start_step, " and the run has ",
+                  total, " steps (raise train.steps or train.epochs to continue)"));
+    GptTrainingResult done;
+    done.steps = start_step;
+    return done;
+  }
   const double tokens_per_step = static_cast<double>(plan.global_batch * config_.model.seq_len);
 
   const double peak_flops = this->peak_flops();
@@ -190,8 +199,7 @@ GptTrainingResult GptTraining::run() {
   std::ofstream metrics;
   if (!config_.run.dir.empty() && context_.rank() == 0) {
     const std::string path = config_.run.dir + "/metrics.jsonl";
-    metrics.open(path, resume_ ? std::ios::app : std::ios::trunc);
-    if (!metrics) throw Error(str(path, ": cannot write the metrics (run.dir)"));
+    metrics = open_metrics_file(path, resume_ ? start_step : -1);
   }
 
   DistributedSampler sampler(DistributedSamplerOptions{data.train_samples, context_.dp_size(),
@@ -292,7 +300,10 @@ GptTrainingResult GptTraining::run() {
         config_.checkpoint.every > 0 && (step + 1) % config_.checkpoint.every == 0;
     const bool saving = periodic || (last && config_.checkpoint.at_end) || result.stopped_by_signal;
     if (saving && checkpoint_root(config_).empty()) {
-      log::warn("no checkpoint saved: set checkpoint.dir or run.dir");
+      // at_end alone is on by default: without a folder it quietly does nothing.
+      if (periodic || result.stopped_by_signal) {
+        log::warn("no checkpoint saved: set checkpoint.dir or run.dir");
+      }
     } else if (saving) {
       const Clock::time_point save_start = Clock::now();
       const std::string dir = save_checkpoint(trainer, context_, config_, step + 1);

@@ -23,5 +23,8 @@ for point in checkpoint-shard-written checkpoint-before-manifest checkpoint-befo
     { echo "$out"; echo "FAIL: $point: resume failed" >&2; exit 1; }
   grep -q "resumed from .*step_00000003 after step 3" <<<"$out" || { echo "$out"; exit 1; }
   grep -q "done: 9 steps" <<<"$out" || { echo "$out"; exit 1; }
-  echo "PASS: killed at $point:6, resumed from step 3, finished 9 steps"
+  # The crashed run had recorded steps 4..6; the resume redoes them, recorded once.
+  steps=$(/usr/bin/python3 -c 'import json, sys; print(" ".join(str(json.loads(l)["step"]) for l in open(sys.argv[1])))' "$DIR/metrics.jsonl")
+  [ "$steps" = "1 2 3 4 5 6 7 8 9" ] || { echo "FAIL: $point: metrics.jsonl steps: $steps" >&2; exit 1; }
+  echo "PASS: killed at $point:6, resumed from step 3, finished 9 steps, each recorded once"
 done

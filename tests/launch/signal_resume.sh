@@ -2,7 +2,8 @@
 # SIGTERM (what Slurm sends before preemption) to every rank of a running job: each finishes its
 # step, a checkpoint is saved and the job exits 0; `--resume auto` then completes the run, and
 # metrics.jsonl holds every step once. Both runs use `--resume auto` (what the sbatch template
-# passes on requeue): the first finds no checkpoint and starts afresh, the second resumes.
+# passes on requeue): the first finds no checkpoint and starts afresh, the second resumes, a
+# third finds the run finished.
 # usage: signal_resume.sh RUN_DIR STEPS MPIEXEC TRIAX CONFIG [--set ...]
 set -euo pipefail
 DIR=$1 STEPS=$2 MPIEXEC=$3 TRIAX=$4 CONFIG=$5
@@ -41,3 +42,7 @@ if steps != want:
     sys.exit(f"FAIL: steps recorded {steps}, expected {want}")
 print(f"PASS: stopped by SIGTERM, resumed, every step 1..{want[-1]} recorded once")
 PY
+# Resuming the finished run (a requeue after the end) has nothing to do and says so.
+"$MPIEXEC" -n 8 "$TRIAX" train "$CONFIG" "$@" --set train.steps="$STEPS" --set run.dir="$DIR" \
+  --resume auto | grep "nothing to train: the checkpoint is at step $STEPS"
+[ "$(wc -l <"$DIR/metrics.jsonl")" -eq "$STEPS" ] || { echo "FAIL: metrics grew" >&2; exit 1; }
