@@ -223,7 +223,7 @@ CheckpointManifest read_checkpoint_files(const std::string& spec, const std::str
   }
   const std::string manifest_path = dir + "/manifest.yaml";
   if (!fs::exists(manifest_path)) {
-    throw ConfigError(str("--resume ", spec, ": ", manifest_path,
+    throw ConfigError(str("checkpoint ", spec, ": ", manifest_path,
                           " is missing (valid: a checkpoint step folder, a checkpoint folder "
                           "holding `latest`, or `latest`; a step folder without a manifest is "
                           "an interrupted save)"));

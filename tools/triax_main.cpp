@@ -131,6 +131,13 @@ int run_convert(const CliArgs& args) {
                 static_cast<long long>(state.step), args.out.c_str());
     return 0;
   }
+  // Writing a step folder starts by removing it: it must not be the one we read from.
+  const std::filesystem::path target =
+      std::filesystem::weakly_canonical(std::filesystem::path(args.out) / step_folder(state.step));
+  if (target == std::filesystem::weakly_canonical(manifest.dir)) {
+    throw ConfigError(str("reshard --out ", args.out, ": would overwrite the source checkpoint ",
+                          manifest.dir, " (valid: another folder)"));
+  }
   const std::string dir =
       write_sharded_checkpoint(state, args.tensor, args.pipeline, args.chunks, args.out);
   std::printf("resharded %s (tp %lld, pp %lld) -> %s (tp %d, pp %d, %d chunk(s) per rank)\n",

@@ -26,4 +26,11 @@ d=$(fresh layout)
 run 2 "the checkpoint was written at parallel.tensor=2 parallel.pipeline=2" "$d" "$@" \
   --set parallel.tensor=1 --set parallel.pipeline=1
 run 2 "triax reshard" "$d" "$@" --set parallel.tensor=1 --set parallel.pipeline=1
-echo "PASS: every damaged checkpoint was refused on every rank"
+# Offline conversion refuses to write over its own source (the step folder is rewritten whole).
+d=$WORK/own/$(basename "$GOOD")
+rm -rf "$WORK/own" && mkdir -p "$WORK/own" && cp -r "$GOOD" "$d"
+out=$("$TRIAX" reshard "$d" --tensor 1 --pipeline 1 --out "$WORK/own" 2>&1) && {
+  echo "$out"; echo "FAIL: reshard over its source succeeded" >&2; exit 1; }
+grep -q "would overwrite the source checkpoint" <<<"$out" || { echo "$out"; exit 1; }
+[ -f "$d/manifest.yaml" ] || { echo "FAIL: the source checkpoint was touched" >&2; exit 1; }
+echo "PASS: every damaged checkpoint was refused on every rank; reshard kept its source"
