@@ -187,7 +187,12 @@ void GptTrainer::load_state_tensors(const std::map<std::string, torch::Tensor>& 
                 value->sizes(), ", the model ", params_[k].sizes());
     params_[k].copy_(*value);
     state.erase(state_key(params_[k]));
+    // State of the other optimizer kind would be cast to the wrong type inside step().
+    const bool adamw = dynamic_cast<torch::optim::AdamW*>(optimizer_.get()) != nullptr;
     if (const torch::Tensor* avg = get(name + "@exp_avg")) {
+      if (!adamw)
+        throw Error(
+            str("checkpoint holds AdamW state for ", name, "; this run's optimizer is not AdamW"));
       auto restored = std::make_unique<torch::optim::AdamWParamState>();
       restored->exp_avg(avg->clone());
       const torch::Tensor* sq = get(name + "@exp_avg_sq");
@@ -198,6 +203,8 @@ void GptTrainer::load_state_tensors(const std::map<std::string, torch::Tensor>& 
       restored->step(steps->item<int64_t>());
       state[state_key(params_[k])] = std::move(restored);
     } else if (const torch::Tensor* momentum = get(name + "@momentum")) {
+      if (adamw)
+        throw Error(str("checkpoint holds SGD momentum for ", name, "; this run uses AdamW"));
       auto restored = std::make_unique<torch::optim::SGDParamState>();
       restored->momentum_buffer(momentum->clone());
       state[state_key(params_[k])] = std::move(restored);

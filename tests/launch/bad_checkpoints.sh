@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Damaged checkpoints are refused on every rank, before any communication, with the file and
 # what is wrong: a truncated shard, a flipped byte, a manifest from a newer format, a missing
-# shard, and a different tensor/pipeline layout (which names `triax reshard`).
+# shard, a different tensor/pipeline layout (which names `triax reshard`), another model shape or
+# optimizer.
 # usage: bad_checkpoints.sh GOOD_STEP_DIR WORK_DIR EXPECT_ERROR MPIEXEC TRIAX CONFIG [--set ...]
 set -euo pipefail
 GOOD=$1 WORK=$2 EXPECT=$3 MPIEXEC=$4 TRIAX=$5 CONFIG=$6
 shift 6
-fresh() { rm -rf "$WORK/$1"; mkdir -p "$WORK"; cp -r "$GOOD" "$WORK/$1"; echo "$WORK/$1"; }
+fresh() { rm -rf "${WORK:?}/$1"; mkdir -p "$WORK"; cp -r "$GOOD" "$WORK/$1"; echo "$WORK/$1"; }
 run() {  # RANKS MESSAGE DIR [extra args]
   local ranks=$1 message=$2 dir=$3
   shift 3
@@ -26,6 +27,9 @@ d=$(fresh layout)
 run 2 "the checkpoint was written at parallel.tensor=2 parallel.pipeline=2" "$d" "$@" \
   --set parallel.tensor=1 --set parallel.pipeline=1
 run 2 "triax reshard" "$d" "$@" --set parallel.tensor=1 --set parallel.pipeline=1
+# Another model shape or optimizer: named key by key before anything is loaded.
+run 4 "holds another model or optimizer: model.hidden was 128, now 64" "$d" "$@" --set model.hidden=64
+run 4 "train.optimizer was adamw, now sgd" "$d" "$@" --set train.optimizer=sgd
 # Offline conversion refuses to write over its own source (the step folder is rewritten whole).
 d=$WORK/own/$(basename "$GOOD")
 rm -rf "$WORK/own" && mkdir -p "$WORK/own" && cp -r "$GOOD" "$d"
