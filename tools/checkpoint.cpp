@@ -244,6 +244,7 @@ CheckpointManifest read_checkpoint_files(const std::string& spec, const std::str
     m.pipeline = root["layout"]["pipeline"].as<int64_t>();
     m.chunks_per_rank = root["layout"]["chunks_per_rank"].as<int64_t>();
     m.data_written_at = root["layout"]["data_written_at"].as<int64_t>();
+    m.config = parse_config(root["config"].as<std::string>(), {}, manifest_path);
     for (const auto& node : root["shards"]) {
       CheckpointShard shard;
       shard.file = dir + "/" + node["file"].as<std::string>();
@@ -309,10 +310,7 @@ void check_same_model(const Config& saved, const Config& config, const std::stri
 CheckpointManifest read_checkpoint(const std::string& spec, const Config& config) {
   CheckpointManifest m = read_checkpoint_files(spec, checkpoint_root(config));
   const std::string dir = m.dir;
-  const std::string manifest_path = dir + "/manifest.yaml";
-  check_same_model(
-      parse_config(YAML::LoadFile(manifest_path)["config"].as<std::string>(), {}, manifest_path),
-      config, dir);
+  check_same_model(m.config, config, dir);
   if (m.tensor != config.parallel.tensor || m.pipeline != config.parallel.pipeline ||
       m.chunks_per_rank != config.schedule.chunks_per_rank) {
     throw ConfigError(str(

@@ -43,6 +43,7 @@ struct CheckpointManifest {
   int64_t step = 0;              ///< optimizer steps done
   int64_t consumed_samples = 0;  ///< step * global_batch
   int64_t tensor = 1, pipeline = 1, chunks_per_rank = 1, data_written_at = 1;
+  Config config;  ///< the resolved config the checkpoint was written with
   std::vector<CheckpointShard> shards;
 };
 

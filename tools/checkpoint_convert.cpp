@@ -81,8 +81,7 @@ std::string base_name(const std::string& key) {
 FullModelState read_full_state(const CheckpointManifest& manifest) {
   FullModelState state;
   const std::string manifest_path = manifest.dir + "/manifest.yaml";
-  state.config =
-      parse_config(YAML::LoadFile(manifest_path)["config"].as<std::string>(), {}, manifest_path);
+  state.config = manifest.config;
   state.step = manifest.step;
   const auto rules = split_rules(manifest_path);
   // key -> (lowest stage holding it, its shard per tp rank). A tied embedding's copy on the last

@@ -178,6 +178,8 @@ void GptTrainer::load_state_tensors(const std::map<std::string, torch::Tensor>& 
     return it == tensors.end() ? nullptr : &it->second;
   };
   auto& state = optimizer_->state();
+  // State of the other optimizer kind would be cast to the wrong type inside step().
+  const bool adamw = dynamic_cast<torch::optim::AdamW*>(optimizer_.get()) != nullptr;
   torch::NoGradGuard no_grad;
   for (size_t k = 0; k < params_.size(); ++k) {
     const std::string& name = param_names_[k];
@@ -187,8 +189,6 @@ void GptTrainer::load_state_tensors(const std::map<std::string, torch::Tensor>& 
                 value->sizes(), ", the model ", params_[k].sizes());
     params_[k].copy_(*value);
     state.erase(state_key(params_[k]));
-    // State of the other optimizer kind would be cast to the wrong type inside step().
-    const bool adamw = dynamic_cast<torch::optim::AdamW*>(optimizer_.get()) != nullptr;
     if (const torch::Tensor* avg = get(name + "@exp_avg")) {
       if (!adamw)
         throw Error(

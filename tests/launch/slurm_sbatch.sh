@@ -45,8 +45,13 @@ for _ in $(seq 1 120); do
   final=$(state)
   echo "  $final"
   # Slurm holds a requeued job back for a while (Reason=BeginTime, about two minutes); an
-  # administrator may start it at once, which is what we do to keep the test short.
-  case "$final" in *"Reason=BeginTime"*) "$CLUSTER" run scontrol update JobId="$job" StartTime=now ;; esac
+  # administrator may start it sooner, which is what we do to keep the test short. Not at once:
+  # slurmd refuses a relaunch within about a second of the requeue kill ("Job credential
+  # revoked", the job then FAILS), so the release waits a few seconds.
+  case "$final" in *"Reason=BeginTime"*)
+    sleep 3
+    "$CLUSTER" run scontrol update JobId="$job" StartTime=now ;;
+  esac
   case "$final" in *"JobState=COMPLETED"* | *"JobState=FAILED"* | *"JobState=CANCELLED"* | *"JobState=TIMEOUT"*) break ;; esac
   sleep 1
 done
