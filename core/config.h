@@ -98,6 +98,9 @@ struct DdpConfig {
   double bucket_mb = 25.0;
   /// A parameter that gets no gradient in a step counts as zero instead of an error. Default false.
   bool allow_unused = false;
+  /// Buckets overlapped with backward; false = one all-reduce per parameter after backward (the
+  /// baseline the DDP benchmark compares against). Default true.
+  bool bucketed = true;
 };
 
 struct ScheduleConfig {

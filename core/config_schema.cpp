@@ -75,6 +75,8 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("bucket_mb", c.ddp.bucket_mb, RealRule{0.0, 4096.0, true},
             "gradient bucket size (MiB)");
     v.field("allow_unused", c.ddp.allow_unused, "treat a parameter without gradient as zero");
+    v.field("bucketed", c.ddp.bucketed,
+            "buckets overlapped with backward; false = per-parameter all-reduce after backward");
   });
   v.section("data", [&] {
     v.field("dir", c.data.dir, {}, "folder of the Fashion-MNIST gzip IDX files");

@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "parallel/tp_mappings.h"
-#include "parallel/vocab_parallel_cross_entropy.h"
+#include "parallel/tp/tp_mappings.h"
+#include "parallel/tp/vocab_parallel_cross_entropy.h"
 
 namespace triax {
 namespace {

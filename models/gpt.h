@@ -19,11 +19,11 @@
 #include <torch/torch.h>
 
 #include "core/config.h"
-#include "parallel/column_parallel_linear.h"
-#include "parallel/communicator.h"
-#include "parallel/row_parallel_linear.h"
-#include "parallel/tp_dropout.h"
-#include "parallel/vocab_parallel_embedding.h"
+#include "parallel/tp/column_parallel_linear.h"
+#include "parallel/comm/communicator.h"
+#include "parallel/tp/row_parallel_linear.h"
+#include "parallel/tp/tp_dropout.h"
+#include "parallel/tp/vocab_parallel_embedding.h"
 
 namespace triax {
 

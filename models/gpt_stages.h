@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "models/gpt.h"
-#include "parallel/communicator.h"
+#include "parallel/comm/communicator.h"
 
 namespace triax {
 

@@ -4,6 +4,19 @@
 
 namespace triax {
 
+void check_mlp_layout(const Config& config) {
+  if (config.parallel.tensor != 1) {
+    throw ConfigError(str("parallel.tensor: ", config.parallel.tensor,
+                          " is not supported by "
+                          "model.arch=mlp (valid: 1; the MLP is data-parallel only)"));
+  }
+  if (config.parallel.pipeline != 1) {
+    throw ConfigError(str("parallel.pipeline: ", config.parallel.pipeline,
+                          " is not supported by "
+                          "model.arch=mlp (valid: 1; the MLP is data-parallel only)"));
+  }
+}
+
 MlpImpl::MlpImpl(MlpOptions options) : options_(std::move(options)) {
   std::vector<int64_t> widths{options_.in_features()};
   widths.insert(widths.end(), options_.hidden().begin(), options_.hidden().end());

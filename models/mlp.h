@@ -1,4 +1,4 @@
-// defines: triax::MlpOptions, triax::MlpImpl, triax::Mlp
+// defines: triax::MlpOptions, triax::MlpImpl, triax::Mlp, triax::check_mlp_layout
 //
 // A multi-layer perceptron: Linear -> ReLU -> ... -> Linear (logits), for Fashion-MNIST
 // (784 -> hidden... -> 10). Weights follow LibTorch's default Linear initialisation from the
@@ -10,7 +10,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/config.h"
+
 namespace triax {
+
+/// Throws ConfigError if `config` asks for something the MLP cannot do (tensor or pipeline
+/// parallelism); pure, so it runs before any communication.
+void check_mlp_layout(const Config& config);
 
 struct MlpOptions {
   MlpOptions(int64_t in_features, std::vector<int64_t> hidden, int64_t out_features)

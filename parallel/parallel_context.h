@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "parallel/communicator.h"
+#include "parallel/comm/communicator.h"
 #include "parallel/parallel_layout.h"
 
 namespace triax {

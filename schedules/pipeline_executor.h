@@ -19,7 +19,7 @@
 #include <functional>
 #include <vector>
 
-#include "parallel/communicator.h"
+#include "parallel/comm/communicator.h"
 #include "schedules/schedule.h"
 
 namespace triax {

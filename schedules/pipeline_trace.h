@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "parallel/communicator.h"
+#include "parallel/comm/communicator.h"
 #include "schedules/pipeline_executor.h"
 
 namespace triax {

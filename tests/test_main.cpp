@@ -8,7 +8,7 @@
 
 #include "core/log.h"
 #include "core/strings.h"
-#include "parallel/mpi_runtime.h"
+#include "parallel/comm/mpi_runtime.h"
 
 int main(int argc, char** argv) {
   triax::MpiRuntime mpi(&argc, &argv);

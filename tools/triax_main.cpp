@@ -13,40 +13,28 @@
 #include <optional>
 #include <thread>
 
-#include "core/batch_plan.h"
+#include "checkpoint/convert.h"
+#include "checkpoint/location.h"
+#include "checkpoint/resume.h"
 #include "core/config.h"
 #include "core/error.h"
-#include "core/fashion_mnist.h"
 #include "core/launch_env.h"
 #include "core/log.h"
-#include "core/lr_schedule.h"
-#include "models/gpt.h"
+#include "data/prepare_data.h"
+#include "parallel/comm/world.h"
 #include "parallel/parallel_context.h"
-#include "parallel/world.h"
-#include "tools/checkpoint.h"
-#include "tools/checkpoint_convert.h"
 #include "tools/cli_args.h"
-#include "tools/gpt_training.h"
-#include "tools/mlp_trainer.h"
-#include "tools/pipeline_plan.h"
-#include "tools/prepare_data.h"
-#include "tools/stop_signal.h"
 #include "tools/version.h"
+#include "train/gpt_training.h"
+#include "train/mlp_trainer.h"
+#include "train/run_plan.h"
+#include "train/stop_signal.h"
 
 namespace triax {
 namespace {
 
 constexpr int kExitUsage = 2;
 constexpr int kExitFailure = 1;
-
-// Model-specific layout rules (pure, so they run on every rank before communication).
-void check_model_layout(const Config& config) {
-  if (config.model.arch == "gpt") {
-    check_gpt_layout(config);
-  } else {
-    check_mlp_layout(config);
-  }
-}
 
 int compute_threads(const Config& config, const LaunchEnv& launch) {
   if (config.train.threads > 0) return static_cast<int>(config.train.threads);
@@ -66,14 +54,7 @@ int run_config(const CliArgs& args) {
   const Config config = load_config(args.config_path, args.overrides);
   std::fputs(to_yaml(config).c_str(), stdout);
   if (args.world > 0) {
-    const ParallelLayout layout = ParallelLayout::from_config(config.parallel, args.world);
-    check_model_layout(config);
-    const BatchPlan plan = BatchPlan::create(config.train, layout.dp_size());
-    std::printf("\n%s%s\n", layout.table().c_str(), plan.describe().c_str());
-    if (config.model.arch == "gpt") {
-      std::printf(
-          "%s", describe_schedule(config, schedule_from_config(config, layout.dp_size())).c_str());
-    }
+    std::fputs(plan_run(config, args.world, DataCheck::kIfPresent).describe().c_str(), stdout);
   }
   return 0;
 }
@@ -123,7 +104,7 @@ int run_convert(const CliArgs& args) {
         source.c_str(), state.tensors.size(), dir.c_str(), args.tensor, args.pipeline, dir.c_str());
     return 0;
   }
-  const CheckpointManifest manifest = read_checkpoint_files(source, source);
+  const Manifest manifest = open_checkpoint(source, source);
   const FullModelState state = read_full_state(manifest);
   if (args.command == "export") {
     export_full_model(state, args.out);
@@ -147,38 +128,55 @@ int run_convert(const CliArgs& args) {
   return 0;
 }
 
+// The job itself, on a world that is up: the one place that switches on the model.
+void train(const RunPlan& plan, ParallelContext& context, const LaunchEnv& launch,
+           const std::optional<Manifest>& checkpoint) {
+  switch (plan.model) {
+    case ModelKind::kGpt: {
+      install_stop_signals();
+      GptTraining training(plan, context, kProcessStart, launch.local_rank == 0);
+      if (checkpoint) training.resume_from(*checkpoint);
+      training.run();
+      break;
+    }
+    case ModelKind::kMlp:
+      MlpTrainer(plan, context).train();
+      break;
+  }
+}
+
+void write_resolved_config(const Config& config, const ParallelContext& context) {
+  if (config.run.dir.empty() || context.rank() != 0) return;
+  std::filesystem::create_directories(config.run.dir);
+  const std::string path = config.run.dir + "/config.resolved.yaml";
+  std::ofstream file(path);
+  file << to_yaml(config);
+  if (!file) throw Error(str(path, ": cannot write the resolved configuration (run.dir)"));
+  log::info(str("resolved configuration written to ", path));
+}
+
 int run_train(const CliArgs& args, int* argc, char*** argv) {
-  // 1. Everything that needs no communication, on every rank alike.
+  // 1. Everything that needs no communication, on every rank alike: the run's plan.
   LaunchEnv launch;
-  Config config;
-  ParallelLayout layout = ParallelLayout::create(1, 1, 1);
+  std::optional<RunPlan> plan;
   std::string backend;
-  std::optional<CheckpointManifest> checkpoint;
+  std::optional<Manifest> checkpoint;
   try {
     launch = detect_launch(process_env());
     log::set_prefix(str("[rank ", launch.rank, "]"));
     log::set_is_root(launch.rank == 0);  // pre-communication notes once, errors on every rank
-    config = load_config(args.config_path, args.overrides);
-    layout = ParallelLayout::from_config(config.parallel, launch.world_size);
-    check_model_layout(config);
-    BatchPlan::create(config.train, layout.dp_size());
-    if (config.model.arch == "gpt") {
-      schedule_from_config(config, layout.dp_size());
-      plan_gpt_data(config);
-      const std::string resume = resolve_resume_spec(args.resume, config);
-      if (!resume.empty()) checkpoint = read_checkpoint(resume, config);
-    } else {
-      if (!args.resume.empty()) {
-        throw ConfigError("--resume: checkpoints are for model.arch: gpt (valid: no --resume)");
-      }
-      check_fashion_mnist_files(config.data.dir);
-      check_lr_schedule(config.train);
+    plan = plan_run(load_config(args.config_path, args.overrides), launch.world_size);
+    if (!args.resume.empty() && plan->model != ModelKind::kGpt) {
+      throw ConfigError("--resume: checkpoints are for model.arch: gpt (valid: no --resume)");
     }
-    backend = resolve_backend(config.comm.backend, launch);
+    const std::string resume = resolve_resume_spec(args.resume, plan->config);
+    if (!resume.empty()) checkpoint = read_checkpoint(resume, plan->config);
+    backend = resolve_backend(plan->config.comm.backend, launch);
   } catch (const ConfigError& e) {
     log::error(e.what());
     return kExitUsage;
   }
+  const Config& config = plan->config;
 
   // 2. The world, and the check that it is the one the launcher announced.
   std::unique_ptr<World> world;
@@ -193,28 +191,14 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
   // 3. The job. From here on a failure on one rank must stop all of them.
   try {
     torch::set_num_threads(compute_threads(config, launch));
-    ParallelContext context(world->communicator(), layout);
+    ParallelContext context(world->communicator(), plan->layout);
     log::set_prefix(context.prefix());
     log::set_is_root(context.rank() == 0);
     log::info(str("launch: ", launch.describe(), ", backend ", world->backend(), ", ",
                   torch::get_num_threads(), " compute thread(s) per rank"));
-    log::info(layout.table() + "resolved configuration:\n" + to_yaml(config));
-    if (!config.run.dir.empty() && context.rank() == 0) {
-      std::filesystem::create_directories(config.run.dir);
-      const std::string path = config.run.dir + "/config.resolved.yaml";
-      std::ofstream file(path);
-      file << to_yaml(config);
-      if (!file) throw Error(str(path, ": cannot write the resolved configuration (run.dir)"));
-      log::info(str("resolved configuration written to ", path));
-    }
-    if (config.model.arch == "gpt") {
-      install_stop_signals();
-      GptTraining training(config, context, kProcessStart, launch.local_rank == 0);
-      if (checkpoint) training.resume_from(*checkpoint);
-      training.run();
-    } else {
-      MlpTrainer(config, context).train();
-    }
+    log::info(plan->layout.table() + "resolved configuration:\n" + to_yaml(config));
+    write_resolved_config(config, context);
+    train(*plan, context, launch, checkpoint);
     context.world().barrier();
   } catch (const ConfigError& e) {
     log::error(e.what());

@@ -5,9 +5,9 @@
 
 #include "core/error.h"
 #include "models/gpt.h"
-#include "parallel/counting_communicator.h"
-#include "parallel/mpi_communicator.h"
-#include "parallel/shard_spec.h"
+#include "parallel/comm/counting_communicator.h"
+#include "parallel/comm/mpi_communicator.h"
+#include "parallel/tp/shard_spec.h"
 #include "support/gradient_match.h"
 #include "support/tolerance.h"
 

@@ -9,7 +9,7 @@
 #include "core/safetensors.h"
 #include "core/strings.h"
 #include "models/gpt.h"
-#include "parallel/mpi_communicator.h"
+#include "parallel/comm/mpi_communicator.h"
 
 using namespace triax;
 

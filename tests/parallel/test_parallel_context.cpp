@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "core/strings.h"
-#include "parallel/mpi_communicator.h"
+#include "parallel/comm/mpi_communicator.h"
 #include "parallel/parallel_context.h"
 #include "support/test_world.h"
 

@@ -6,9 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include "models/gpt_stages.h"
-#include "parallel/mpi_communicator.h"
+#include "parallel/comm/mpi_communicator.h"
 #include "parallel/parallel_context.h"
-#include "parallel/shard_spec.h"
+#include "parallel/tp/shard_spec.h"
 #include "schedules/pipeline_executor.h"
 #include "support/gradient_match.h"
 #include "support/tolerance.h"

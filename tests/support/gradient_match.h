@@ -5,7 +5,7 @@
 // full, sharded ones against this rank's shard_of() the reference gradient.
 #pragma once
 
-#include "parallel/shard_spec.h"
+#include "parallel/tp/shard_spec.h"
 #include "support/tolerance.h"
 
 namespace triax::test {

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "core/launch_env.h"
-#include "parallel/gloo_communicator.h"
-#include "parallel/mpi_communicator.h"
+#include "parallel/comm/gloo_communicator.h"
+#include "parallel/comm/mpi_communicator.h"
 
 namespace triax::testing {
 

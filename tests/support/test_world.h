@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "parallel/communicator.h"
+#include "parallel/comm/communicator.h"
 
 namespace triax::testing {
 

@@ -11,10 +11,10 @@
 #include <cstring>
 #include <functional>
 
-#include "parallel/data_parallel.h"
-#include "parallel/mpi_communicator.h"
-#include "parallel/mpi_runtime.h"
-#include "tools/gpt_trainer.h"
+#include "parallel/dp/data_parallel.h"
+#include "parallel/comm/mpi_communicator.h"
+#include "parallel/comm/mpi_runtime.h"
+#include "train/gpt_trainer.h"
 
 using namespace triax;
 

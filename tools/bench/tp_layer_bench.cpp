@@ -13,9 +13,9 @@
 #include <thread>
 
 #include "models/gpt.h"
-#include "parallel/counting_communicator.h"
-#include "parallel/mpi_communicator.h"
-#include "parallel/mpi_runtime.h"
+#include "parallel/comm/counting_communicator.h"
+#include "parallel/comm/mpi_communicator.h"
+#include "parallel/comm/mpi_runtime.h"
 
 using namespace triax;
 

@@ -1,0 +1,112 @@
+#include "checkpoint/checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "checkpoint/location.h"
+#include "core/crc32.h"
+#include "core/error.h"
+#include "core/fault_point.h"
+#include "core/safetensors.h"
+#include "parallel/comm/gather_text.h"
+
+namespace triax {
+namespace {
+
+namespace fs = std::filesystem;
+
+void prune(const std::string& root, int64_t keep) {
+  if (keep <= 0) return;
+  std::vector<std::string> complete;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step_", 0) == 0 && fs::exists(entry.path() / "manifest.yaml")) {
+      complete.push_back(name);
+    }
+  }
+  std::sort(complete.begin(), complete.end());
+  for (size_t i = 0; i + static_cast<size_t>(keep) < complete.size(); ++i) {
+    fs::remove_all(fs::path(root) / complete[i]);
+  }
+}
+
+// Step 2: this position's shard, written by its dp-rank 0.
+ShardRecord write_shard(const std::string& dir, ParallelContext& context, int64_t step,
+                        CheckpointContents contents) {
+  SafetensorsFile shard;
+  shard.tensors = std::move(contents.tensors);
+  shard.metadata = {{"format", "triax-checkpoint-shard"},
+                    {"step", std::to_string(step)},
+                    {"pipeline_rank", std::to_string(context.pp_rank())},
+                    {"tensor_rank", std::to_string(context.tp_rank())}};
+  ShardRecord record;
+  record.shard.file = dir + "/" + shard_name(context.pp_rank(), context.tp_rank());
+  record.shard.pipeline_rank = context.pp_rank();
+  record.shard.tensor_rank = context.tp_rank();
+  save_safetensors(record.shard.file, shard);
+  fault_point("checkpoint-shard-written", step);
+  record.shard.crc32 = file_crc32(record.shard.file, &record.shard.bytes);
+  record.parameters = std::move(contents.parameters);
+  return record;
+}
+
+}  // namespace
+
+std::string save_checkpoint(ParallelContext& context, const Config& config, int64_t step,
+                            const CheckpointLayout& layout,
+                            const std::function<CheckpointContents()>& contents) {
+  const std::string root = checkpoint_root(config);
+  TRIAX_CHECK(!root.empty(), "checkpoint: set checkpoint.dir or run.dir");
+  const std::string dir = root + "/" + step_folder(step);
+  Communicator& world = context.world();
+  if (context.rank() == 0) {
+    fs::remove_all(dir);  // an interrupted save of this step
+    fs::create_directories(dir);
+  }
+  world.barrier();
+  std::string mine;
+  if (context.dp_rank() == 0) mine = write_shard(dir, context, step, contents()).encode();
+  const std::vector<std::string> records = all_gather_text(world, mine);
+  if (context.rank() == 0) {
+    Manifest manifest;
+    manifest.dir = dir;
+    manifest.step = step;
+    manifest.consumed_samples = step * layout.global_batch;
+    manifest.tensor = context.tp_size();
+    manifest.pipeline = context.pp_size();
+    manifest.chunks_per_rank = layout.chunks_per_rank;
+    manifest.data_written_at = context.dp_size();
+    manifest.seed = config.train.seed;
+    manifest.config = config;
+    for (const std::string& text : records) {
+      if (text.empty()) continue;  // not a writer
+      ShardRecord record = ShardRecord::decode(text);
+      // Every tp rank of a stage lists the same parameters: keep tp rank 0's.
+      if (record.shard.tensor_rank == 0) {
+        manifest.parameters.insert(manifest.parameters.end(), record.parameters.begin(),
+                                   record.parameters.end());
+      }
+      manifest.shards.push_back(record.shard);
+    }
+    fault_point("checkpoint-before-manifest", step);
+    manifest.write();
+    fault_point("checkpoint-before-latest", step);
+    write_latest(dir);
+    prune(root, config.checkpoint.keep);
+  }
+  world.barrier();
+  return dir;
+}
+
+std::map<std::string, torch::Tensor> load_checkpoint_shard(const Manifest& manifest, int pp_rank,
+                                                           int tp_rank) {
+  for (const ShardEntry& shard : manifest.shards) {
+    if (shard.pipeline_rank != pp_rank || shard.tensor_rank != tp_rank) continue;
+    const SafetensorsFile file = load_safetensors(shard.file);
+    return {file.tensors.begin(), file.tensors.end()};
+  }
+  throw Error(str(manifest.dir, ": no shard for pipeline rank ", pp_rank, " tensor rank ",
+                  tp_rank));
+}
+
+}  // namespace triax

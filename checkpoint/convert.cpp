@@ -1,0 +1,188 @@
+#include "checkpoint/convert.h"
+
+#include <filesystem>
+
+#include "checkpoint/parameter_table.h"
+#include "checkpoint/state_name.h"
+#include "core/crc32.h"
+#include "core/error.h"
+#include "core/safetensors.h"
+#include "models/gpt.h"
+#include "models/gpt_stages.h"
+#include "parallel/tp/shard_spec.h"
+
+namespace triax {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A tp group that exists only to give a model its rank and size while it is built: the
+// converter builds stages to read their shard specs, and building communicates nothing.
+class ShapeOnlyCommunicator : public Communicator {
+ public:
+  ShapeOnlyCommunicator(int rank, int size) : rank_(rank), size_(size) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "none"; }
+  WorkPtr all_reduce_async(torch::Tensor, ReduceOp) override { return fail(); }
+  WorkPtr all_gather_async(torch::Tensor, torch::Tensor) override { return fail(); }
+  WorkPtr reduce_scatter_async(torch::Tensor, torch::Tensor, ReduceOp) override { return fail(); }
+  WorkPtr broadcast_async(torch::Tensor, int) override { return fail(); }
+  WorkPtr isend(torch::Tensor, int, int) override { return fail(); }
+  WorkPtr irecv(torch::Tensor, int, int) override { return fail(); }
+  WorkPtr barrier_async() override { return fail(); }
+  std::unique_ptr<Communicator> split(int, int) override { return nullptr; }
+
+ private:
+  static WorkPtr fail() { throw Error("checkpoint conversion: a model tried to communicate"); }
+  int rank_, size_;
+};
+
+// The ShardSpec a parameter table entry describes (padding is not needed to unshard).
+ShardSpec spec_of(const ParameterEntry& entry) {
+  ShardSpec spec;
+  spec.dim = entry.tp_split_dim;
+  spec.stride = entry.tp_split_stride;
+  spec.full_size = entry.shape[static_cast<size_t>(entry.tp_split_dim)];
+  return spec;
+}
+
+// An optimizer's step counter is one number per parameter, never split.
+bool split_like_parameter(const StateName& name) {
+  return name.state != "step";
+}
+
+}  // namespace
+
+FullModelState read_full_state(const Manifest& manifest) {
+  FullModelState state;
+  state.config = manifest.config;
+  state.step = manifest.step;
+  // full name -> (lowest stage holding it, its shard per tp rank). A tied embedding's copy on the
+  // last stage equals the first stage's; the first is taken.
+  std::map<std::string, std::pair<int64_t, std::vector<torch::Tensor>>> found;
+  for (const ShardEntry& shard : manifest.shards) {
+    const SafetensorsFile file = load_safetensors(shard.file);
+    for (const auto& [key, tensor] : file.tensors) {
+      const StateName name = StateName::parse(key);
+      // Dropout streams belong to a (stage, tp rank) position; another layout starts new ones.
+      if (name.rng) continue;
+      const int64_t stage = name.chunk * manifest.pipeline + shard.pipeline_rank;
+      auto& entry = found[name.in_chunk(StateName::kNoChunk).str()];
+      if (entry.second.empty() || stage < entry.first) {
+        entry = {stage, std::vector<torch::Tensor>(static_cast<size_t>(manifest.tensor))};
+      }
+      if (stage == entry.first) entry.second[static_cast<size_t>(shard.tensor_rank)] = tensor;
+    }
+  }
+  for (auto& [key, entry] : found) {
+    const StateName name = StateName::parse(key);
+    const ParameterEntry& table = manifest.parameter(name.parameter);
+    const bool sharded = table.tp_split_dim >= 0 && split_like_parameter(name);
+    state.tensors[key] = sharded ? unshard(entry.second, spec_of(table)) : entry.second[0];
+  }
+  return state;
+}
+
+std::string write_sharded_checkpoint(const FullModelState& state, int tensor, int pipeline,
+                                     int chunks_per_rank, const std::string& out_root) {
+  Config config = state.config;
+  config.parallel.tensor = tensor;
+  config.parallel.pipeline = pipeline;
+  config.parallel.data = 0;
+  config.schedule.chunks_per_rank = chunks_per_rank;
+  if (chunks_per_rank == 1 && config.schedule.name == "interleaved") config.schedule.name = "1f1b";
+  config.schedule.layer_boundaries.clear();  // balanced over the new stages
+  check_gpt_layout(config);
+  const GptOptions whole =
+      GptOptions::from_config(config.model, static_cast<uint64_t>(config.train.seed));
+  const auto ranges = split_layers(whole.layers, pipeline * chunks_per_rank, {});
+  Manifest manifest;
+  manifest.dir = out_root + "/" + step_folder(state.step);
+  manifest.step = state.step;
+  manifest.consumed_samples = state.step * config.train.global_batch;
+  manifest.tensor = tensor;
+  manifest.pipeline = pipeline;
+  manifest.chunks_per_rank = chunks_per_rank;
+  manifest.data_written_at = 0;  // not written by a run
+  manifest.seed = config.train.seed;
+  manifest.config = config;
+  fs::remove_all(manifest.dir);
+  fs::create_directories(manifest.dir);
+  // parameter name -> the full-model names of its tensors (itself and its optimizer state)
+  std::multimap<std::string, std::string> by_parameter;
+  for (const auto& item : state.tensors) {
+    by_parameter.emplace(StateName::parse(item.first).parameter, item.first);
+  }
+  for (int pp = 0; pp < pipeline; ++pp) {
+    for (int tp = 0; tp < tensor; ++tp) {
+      ShapeOnlyCommunicator group(tp, tensor);
+      SafetensorsFile shard;
+      shard.metadata = {{"format", "triax-checkpoint-shard"}, {"step", std::to_string(state.step)}};
+      for (int c = 0; c < chunks_per_rank; ++c) {
+        const int stage = c * pipeline + pp;
+        Gpt part(gpt_stage_options(whole, stage, ranges), group);
+        const auto specs = collect_shard_specs(*part);
+        for (const auto& item : part->named_parameters()) {
+          TRIAX_CHECK(state.tensors.count(item.key()) != 0, "the model has no parameter ",
+                      item.key());
+          const auto spec = specs.find(item.key());
+          const auto range = by_parameter.equal_range(item.key());
+          for (auto entry = range.first; entry != range.second; ++entry) {
+            const StateName name = StateName::parse(entry->second);
+            const torch::Tensor& full = state.tensors.at(entry->second);
+            const bool sharded = spec != specs.end() && split_like_parameter(name);
+            shard.tensors.emplace_back(name.in_chunk(c).str(),
+                                       sharded ? shard_of(full, spec->second, tp, tensor) : full);
+          }
+        }
+        if (tp == 0) {
+          const auto table = parameter_table(part, stage);
+          manifest.parameters.insert(manifest.parameters.end(), table.begin(), table.end());
+        }
+      }
+      ShardEntry info;
+      info.file = manifest.dir + "/" + shard_name(pp, tp);
+      info.pipeline_rank = pp;
+      info.tensor_rank = tp;
+      save_safetensors(info.file, shard);
+      info.crc32 = file_crc32(info.file, &info.bytes);
+      manifest.shards.push_back(info);
+    }
+  }
+  manifest.write();
+  write_latest(manifest.dir);
+  return manifest.dir;
+}
+
+void export_full_model(const FullModelState& state, const std::string& path) {
+  SafetensorsFile file;
+  for (const auto& [key, tensor] : state.tensors) {
+    if (!StateName::parse(key).is_optimizer_state()) file.tensors.emplace_back(key, tensor);
+  }
+  const ModelConfig& m = state.config.model;
+  file.metadata = {{"format", "triax-full-model"},
+                   {"vocab", std::to_string(m.vocab)},
+                   {"hidden", std::to_string(m.hidden)},
+                   {"heads", std::to_string(m.heads)},
+                   {"layers", std::to_string(m.layers)},
+                   {"seq_len", std::to_string(m.seq_len)},
+                   {"tie_embeddings", m.tie_embeddings ? "true" : "false"},
+                   {"step", std::to_string(state.step)},
+                   {"config", to_yaml(state.config)}};
+  save_safetensors(path, file);
+}
+
+FullModelState import_full_model(const std::string& path) {
+  const SafetensorsFile file = load_safetensors(path);
+  const auto config = file.metadata.find("config");
+  if (config == file.metadata.end()) {
+    throw ConfigError(str(path, ": no `config` metadata (valid: a file written by triax export)"));
+  }
+  FullModelState state;
+  state.config = parse_config(config->second, {}, path);
+  for (const auto& [name, tensor] : file.tensors) state.tensors[name] = tensor;
+  return state;  // step 0: weights only, the optimizer starts fresh
+}
+
+}  // namespace triax

@@ -1,0 +1,43 @@
+// defines: triax::FullModelState, triax::read_full_state, triax::write_sharded_checkpoint,
+//          triax::export_full_model, triax::import_full_model
+//
+// Offline conversions, on one process, between a sharded checkpoint and the whole model:
+//   reshard  = read_full_state (every shard unsharded: tp slices concatenated, padding removed,
+//              pipeline stages merged) + write_sharded_checkpoint at the new (tp, pp, chunks)
+//   export   = read_full_state -> one safetensors file of the full parameters under their triax
+//              names, with the model's sizes and the config as metadata (what
+//              tests/models/gpt_reference.py reads into an ordinary PyTorch model)
+//   import   = such a file -> a sharded checkpoint at step 0 (weights only, no optimizer state)
+// Optimizer moments are sharded exactly like their parameters, so they convert the same way.
+// The target's shards are cut by building each target stage's model and asking its ShardSpecs,
+// so the conversion uses the same slicing as training (no second copy of the rules).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+
+#include "checkpoint/manifest.h"
+#include "core/config.h"
+
+namespace triax {
+
+struct FullModelState {
+  Config config;     ///< the run's resolved configuration (layout fields as written)
+  int64_t step = 0;  ///< optimizer steps done
+  /// Full-model state names (checkpoint/state_name.h): "name" -> full parameter,
+  /// "name@state" -> full optimizer state.
+  std::map<std::string, torch::Tensor> tensors;
+};
+
+FullModelState read_full_state(const Manifest& manifest);
+
+/// Writes OUT_ROOT/step_NNNNNNNN (shards, manifest) and OUT_ROOT/latest for the layout.
+std::string write_sharded_checkpoint(const FullModelState& state, int tensor, int pipeline,
+                                     int chunks_per_rank, const std::string& out_root);
+
+void export_full_model(const FullModelState& state, const std::string& path);
+FullModelState import_full_model(const std::string& path);
+
+}  // namespace triax

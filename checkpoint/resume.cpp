@@ -1,0 +1,63 @@
+#include "checkpoint/resume.h"
+
+#include <vector>
+
+#include "checkpoint/location.h"
+#include "core/error.h"
+#include "core/strings.h"
+
+namespace triax {
+namespace {
+
+// The keys that shape the saved tensors, other than the layout: a run may change anything else
+// (lr, steps, dropout, ...) on resume, not these.
+void check_same_model(const Config& saved, const Config& config, const std::string& dir) {
+  std::vector<std::string> differ;
+  const auto compare = [&](const char* key, const auto& was, const auto& now) {
+    if (was != now) differ.push_back(str(key, " was ", was, ", now ", now));
+  };
+  const ModelConfig &a = saved.model, &b = config.model;
+  compare("model.arch", a.arch, b.arch);
+  compare("model.hidden", a.hidden, b.hidden);
+  compare("model.heads", a.heads, b.heads);
+  compare("model.layers", a.layers, b.layers);
+  compare("model.seq_len", a.seq_len, b.seq_len);
+  compare("model.vocab", a.vocab, b.vocab);
+  compare("model.tie_embeddings", std::string(a.tie_embeddings ? "true" : "false"),
+          std::string(b.tie_embeddings ? "true" : "false"));
+  compare("train.optimizer", saved.train.optimizer, config.train.optimizer);
+  // Which stage holds which layer (the shards are per stage).
+  compare("schedule.layer_boundaries", str("[", join(saved.schedule.layer_boundaries, ", "), "]"),
+          str("[", join(config.schedule.layer_boundaries, ", "), "]"));
+  if (differ.empty()) return;
+  throw ConfigError(str(
+      "checkpoint ", dir, " holds another model or optimizer: ", join(differ, "; "),
+      " (valid: the checkpoint's values; ", dir, "/manifest.yaml has its whole configuration)"));
+}
+
+}  // namespace
+
+Manifest open_checkpoint(const std::string& spec, const std::string& root) {
+  Manifest m = Manifest::read(locate_checkpoint(spec, root));
+  m.verify();
+  return m;
+}
+
+Manifest read_checkpoint(const std::string& spec, const Config& config) {
+  Manifest m = open_checkpoint(spec, checkpoint_root(config));
+  check_same_model(m.config, config, m.dir);
+  if (m.tensor != config.parallel.tensor || m.pipeline != config.parallel.pipeline ||
+      m.chunks_per_rank != config.schedule.chunks_per_rank) {
+    throw ConfigError(str(
+        "--resume ", spec, ": the checkpoint was written at parallel.tensor=", m.tensor,
+        " parallel.pipeline=", m.pipeline, " schedule.chunks_per_rank=", m.chunks_per_rank,
+        ", this run has tensor=", config.parallel.tensor, " pipeline=", config.parallel.pipeline,
+        " chunks_per_rank=", config.schedule.chunks_per_rank,
+        " (tp and pp shape the saved weights; dp may differ). Convert it first: triax reshard ",
+        m.dir, " --tensor ", config.parallel.tensor, " --pipeline ", config.parallel.pipeline,
+        " --out NEW_DIR"));
+  }
+  return m;
+}
+
+}  // namespace triax

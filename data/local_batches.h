@@ -1,0 +1,42 @@
+// defines: triax::LocalBatches
+//
+// This dp rank's share of each global batch of a token dataset, step by step: global batch k of
+// an epoch is positions [k*B, (k+1)*B) of the epoch's order (shuffled with seed + epoch, or the
+// file's order), and the distributed sampler deals this rank its strided rows of it (Note
+// [Global batch equivalence]), so the union over ranks is the same at any dp. Training reads
+// the training split shuffled; evaluation reads the held-out split unshuffled, so every
+// evaluation scores the same sequences.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "data/distributed_sampler.h"
+#include "data/token_sequences.h"
+
+namespace triax {
+
+class LocalBatches {
+ public:
+  /// `global_batch` must be a multiple of `dp_size` and at most the dataset's size.
+  LocalBatches(const TokenSequences& data, int64_t global_batch, int dp_size, int dp_rank,
+               bool shuffle, int64_t seed);
+
+  /// Global batches per epoch: floor(samples / global_batch) (an incomplete tail is dropped).
+  int64_t per_epoch() const { return per_epoch_; }
+  /// This rank's rows of global batch `k` (counted from the start of training, across epochs):
+  /// [global_batch / dp, seq_len + 1] int64.
+  torch::Tensor local(int64_t k);
+
+ private:
+  const TokenSequences& data_;
+  DistributedSampler sampler_;
+  int64_t local_batch_;
+  int64_t per_epoch_;
+  int64_t epoch_ = -1;
+  std::vector<int64_t> indices_;
+};
+
+}  // namespace triax

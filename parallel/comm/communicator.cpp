@@ -1,0 +1,57 @@
+#include "parallel/comm/communicator.h"
+
+#include "core/error.h"
+
+namespace triax {
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kAvg:
+      return "avg";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kMin:
+      return "min";
+  }
+  return "unknown";
+}
+
+torch::Tensor Communicator::all_gather(const torch::Tensor& input) {
+  TRIAX_CHECK(input.dim() >= 1, "all_gather needs a tensor of at least one dimension");
+  std::vector<int64_t> shape = input.sizes().vec();
+  shape[0] *= size();
+  torch::Tensor output = torch::empty(shape, input.options());
+  all_gather_async(output, input)->wait();
+  return output;
+}
+
+torch::Tensor Communicator::reduce_scatter(const torch::Tensor& input, ReduceOp op) {
+  TRIAX_CHECK(input.dim() >= 1 && input.size(0) % size() == 0, "reduce_scatter: dim 0 (",
+              input.dim() >= 1 ? input.size(0) : 0, ") must be divisible by the group size ",
+              size());
+  std::vector<int64_t> shape = input.sizes().vec();
+  shape[0] /= size();
+  torch::Tensor output = torch::empty(shape, input.options());
+  reduce_scatter_async(output, input, op)->wait();
+  return output;
+}
+
+void Communicator::check_peer(int peer, const char* what) const {
+  TRIAX_CHECK(peer >= 0 && peer < size(), what, ": peer rank ", peer, " is not in [0, ", size(),
+              ")");
+}
+
+void Communicator::check_stacked(const torch::Tensor& big, const torch::Tensor& small,
+                                 const char* what) const {
+  TRIAX_CHECK(big.scalar_type() == small.scalar_type(), what, ": dtypes differ");
+  const bool gather = std::string(what) == "all_gather";
+  TRIAX_CHECK(small.dim() >= 1 && big.dim() == small.dim() &&
+                  big.size(0) == small.size(0) * size() &&
+                  big.sizes().slice(1) == small.sizes().slice(1),
+              what, ": ", gather ? "output" : "input", " shape ", big.sizes(), " must be [", size(),
+              " * dim0, ...] of ", gather ? "input" : "output", " shape ", small.sizes());
+}
+
+}  // namespace triax

@@ -1,0 +1,281 @@
+#include "parallel/comm/mpi_communicator.h"
+
+#include <sched.h>
+
+#include <climits>
+#include <functional>
+#include <vector>
+
+#include "core/error.h"
+#include "parallel/comm/mpi_check.h"
+
+namespace triax {
+namespace {
+
+// Largest element count per MPI call (MPI counts are int).
+constexpr int64_t kMaxChunk = int64_t{1} << 30;
+
+bool reduced_in_fp32(torch::ScalarType type) {
+  return type == torch::kHalf || type == torch::kBFloat16;
+}
+
+MPI_Datatype mpi_type(torch::ScalarType type) {
+  switch (type) {
+    case torch::kFloat:
+      return MPI_FLOAT;
+    case torch::kDouble:
+      return MPI_DOUBLE;
+    case torch::kInt:
+      return MPI_INT32_T;
+    case torch::kLong:
+      return MPI_INT64_T;
+    case torch::kShort:
+      return MPI_INT16_T;
+    case torch::kChar:
+      return MPI_INT8_T;
+    case torch::kByte:
+      return MPI_UINT8_T;
+    case torch::kBool:
+      return MPI_C_BOOL;
+    case torch::kHalf:
+    case torch::kBFloat16:
+      return MPI_UINT16_T;  // moved as raw 16-bit words, never reduced
+    default:
+      throw Error(str("MpiCommunicator: unsupported dtype ", c10::toString(type)));
+  }
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:
+      return MPI_SUM;
+    case ReduceOp::kMax:
+      return MPI_MAX;
+    case ReduceOp::kMin:
+      return MPI_MIN;
+  }
+  return MPI_SUM;
+}
+
+void check_cpu(const torch::Tensor& tensor, const char* what) {
+  TRIAX_CHECK(tensor.defined(), what, ": undefined tensor");
+  TRIAX_CHECK(tensor.device().is_cpu(), what, ": the MPI backend takes CPU tensors, got ",
+              tensor.device());
+}
+
+void check_reducible(const torch::Tensor& tensor, ReduceOp op, const char* what) {
+  TRIAX_CHECK(tensor.scalar_type() != torch::kBool, what, ": bool tensors cannot be reduced");
+  TRIAX_CHECK(op != ReduceOp::kAvg || tensor.is_floating_point(), what,
+              ": avg needs a floating dtype, got ", tensor.scalar_type());
+}
+
+// The contiguous buffer MPI works on: the tensor itself when possible, else a copy.
+torch::Tensor reduce_buffer(const torch::Tensor& tensor) {
+  return reduced_in_fp32(tensor.scalar_type()) ? tensor.to(torch::kFloat).contiguous()
+                                               : tensor.contiguous();
+}
+
+char* byte_ptr(const torch::Tensor& t) {
+  return static_cast<char*>(t.data_ptr());
+}
+
+int as_count(int64_t count, const char* what) {
+  TRIAX_CHECK(count <= INT_MAX, what, ": ", count, " elements per rank exceed MPI's int count");
+  return static_cast<int>(count);
+}
+
+class MpiWork : public Work {
+ public:
+  MpiWork(std::vector<MPI_Request> requests, std::function<void()> finish)
+      : requests_(std::move(requests)), finish_(std::move(finish)) {}
+
+  ~MpiWork() override {
+    // MPI may still be writing into buffers this object keeps alive.
+    try {
+      wait();
+    } catch (...) {
+    }
+  }
+
+  void wait() override {
+    while (!poll()) sched_yield();  // Note [Oversubscribed progress]
+  }
+  bool is_completed() override { return poll(); }
+
+ private:
+  bool poll() {
+    if (done_) return true;
+    if (!requests_.empty()) {
+      int flag = 0;
+      TRIAX_MPI_CHECK(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag,
+                                  MPI_STATUSES_IGNORE));
+      if (!flag) return false;
+    }
+    done_ = true;
+    if (finish_) finish_();
+    finish_ = nullptr;  // releases the tensors it held
+    return true;
+  }
+
+  std::vector<MPI_Request> requests_;
+  std::function<void()> finish_;
+  bool done_ = false;
+};
+
+// After a reduction into `buffer`: average if asked, and copy back when `buffer` is a copy.
+std::function<void()> finish_reduce(torch::Tensor buffer, torch::Tensor target, ReduceOp op,
+                                    int size) {
+  return [buffer, target, op, size]() mutable {
+    if (op == ReduceOp::kAvg) buffer.div_(size);
+    if (!buffer.is_same(target)) target.copy_(buffer);
+  };
+}
+
+// Posts `post(pointer, count, type, request)` once per chunk of at most kMaxChunk elements of
+// the contiguous `buffer`, and runs `finish` when all chunks are complete. The chunks of one
+// point-to-point message keep their order: MPI does not overtake on the same (peer, tag, comm).
+using PostChunk = std::function<void(void*, int, MPI_Datatype, MPI_Request*)>;
+WorkPtr post_chunked(const torch::Tensor& buffer, const PostChunk& post,
+                     std::function<void()> finish) {
+  const MPI_Datatype type = mpi_type(buffer.scalar_type());
+  std::vector<MPI_Request> requests;
+  for (int64_t offset = 0; offset < buffer.numel(); offset += kMaxChunk) {
+    requests.push_back(MPI_REQUEST_NULL);
+    post(byte_ptr(buffer) + offset * buffer.element_size(),
+         static_cast<int>(std::min(kMaxChunk, buffer.numel() - offset)), type, &requests.back());
+  }
+  return std::make_shared<MpiWork>(std::move(requests), std::move(finish));
+}
+
+// Completion of an operation that wrote into `buffer`: copy into `target` if it is a copy.
+std::function<void()> copy_back(torch::Tensor buffer, torch::Tensor target) {
+  return [buffer, target]() mutable {
+    if (!buffer.is_same(target)) target.copy_(buffer);
+  };
+}
+
+}  // namespace
+
+std::unique_ptr<MpiCommunicator> MpiCommunicator::world() {
+  MPI_Comm comm = MPI_COMM_NULL;
+  TRIAX_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+  return std::make_unique<MpiCommunicator>(comm);
+}
+
+std::unique_ptr<MpiCommunicator> MpiCommunicator::self() {
+  MPI_Comm comm = MPI_COMM_NULL;
+  TRIAX_MPI_CHECK(MPI_Comm_dup(MPI_COMM_SELF, &comm));
+  return std::make_unique<MpiCommunicator>(comm);
+}
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+  TRIAX_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  TRIAX_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  TRIAX_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+}
+
+WorkPtr MpiCommunicator::all_reduce_async(torch::Tensor tensor, ReduceOp op) {
+  check_cpu(tensor, "all_reduce");
+  check_reducible(tensor, op, "all_reduce");
+  torch::Tensor buffer = reduce_buffer(tensor);
+  return post_chunked(
+      buffer,
+      [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
+        TRIAX_MPI_CHECK(
+            MPI_Iallreduce(MPI_IN_PLACE, data, count, type, mpi_op(op), comm_, request));
+      },
+      finish_reduce(buffer, tensor, op, size_));
+}
+
+WorkPtr MpiCommunicator::all_gather_async(torch::Tensor output, torch::Tensor input) {
+  check_cpu(input, "all_gather");
+  check_cpu(output, "all_gather");
+  check_stacked(output, input, "all_gather");
+  torch::Tensor send = input.contiguous();
+  torch::Tensor recv = output.contiguous();
+  const MPI_Datatype type = mpi_type(send.scalar_type());
+  const int count = as_count(send.numel(), "all_gather");
+  std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+  TRIAX_MPI_CHECK(MPI_Iallgather(send.data_ptr(), count, type, recv.data_ptr(), count, type, comm_,
+                                 &requests[0]));
+  auto finish = copy_back(recv, output);
+  return std::make_shared<MpiWork>(std::move(requests), [send, finish]() { finish(); });
+}
+
+WorkPtr MpiCommunicator::reduce_scatter_async(torch::Tensor output, torch::Tensor input,
+                                              ReduceOp op) {
+  check_cpu(input, "reduce_scatter");
+  check_cpu(output, "reduce_scatter");
+  check_reducible(input, op, "reduce_scatter");
+  check_stacked(input, output, "reduce_scatter");
+  torch::Tensor send = reduce_buffer(input);
+  torch::Tensor recv = reduce_buffer(output);
+  const MPI_Datatype type = mpi_type(send.scalar_type());
+  const int count = as_count(recv.numel(), "reduce_scatter");
+  std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+  TRIAX_MPI_CHECK(MPI_Ireduce_scatter_block(send.data_ptr(), recv.data_ptr(), count, type,
+                                            mpi_op(op), comm_, &requests[0]));
+  auto finish = finish_reduce(recv, output, op, size_);
+  return std::make_shared<MpiWork>(std::move(requests), [send, finish]() { finish(); });
+}
+
+WorkPtr MpiCommunicator::broadcast_async(torch::Tensor tensor, int root) {
+  check_cpu(tensor, "broadcast");
+  check_peer(root, "broadcast");
+  torch::Tensor buffer = tensor.contiguous();
+  return post_chunked(
+      buffer,
+      [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
+        TRIAX_MPI_CHECK(MPI_Ibcast(data, count, type, root, comm_, request));
+      },
+      copy_back(buffer, tensor));
+}
+
+WorkPtr MpiCommunicator::isend(torch::Tensor tensor, int dst, int tag) {
+  check_cpu(tensor, "isend");
+  check_peer(dst, "isend");
+  torch::Tensor buffer = tensor.contiguous();
+  return post_chunked(
+      buffer,
+      [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
+        TRIAX_MPI_CHECK(MPI_Isend(data, count, type, dst, tag, comm_, request));
+      },
+      [buffer]() {});  // keeps the buffer alive until the send completes
+}
+
+WorkPtr MpiCommunicator::irecv(torch::Tensor tensor, int src, int tag) {
+  check_cpu(tensor, "irecv");
+  check_peer(src, "irecv");
+  torch::Tensor buffer = tensor.contiguous();
+  return post_chunked(
+      buffer,
+      [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
+        TRIAX_MPI_CHECK(MPI_Irecv(data, count, type, src, tag, comm_, request));
+      },
+      copy_back(buffer, tensor));
+}
+
+WorkPtr MpiCommunicator::barrier_async() {
+  std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+  TRIAX_MPI_CHECK(MPI_Ibarrier(comm_, &requests[0]));
+  return std::make_shared<MpiWork>(std::move(requests), nullptr);
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
+  // MPI_Comm_split has no non-blocking form and spins; meeting at a yielding barrier first keeps
+  // its wait short when ranks are oversubscribed (Note [Oversubscribed progress]).
+  barrier();
+  MPI_Comm comm = MPI_COMM_NULL;
+  TRIAX_MPI_CHECK(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &comm));
+  if (comm == MPI_COMM_NULL) return nullptr;
+  return std::make_unique<MpiCommunicator>(comm);
+}
+
+}  // namespace triax

@@ -1,0 +1,78 @@
+#include "parallel/comm/mpi_runtime.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+
+#include "core/error.h"
+#include "parallel/comm/mpi_check.h"
+
+namespace triax {
+
+std::string launch_mismatch(const LaunchEnv& launch, int mpi_rank, int mpi_size) {
+  if (mpi_size == launch.world_size && mpi_rank == launch.rank) return "";
+  const int n = launch.world_size;
+  const std::string seen = str("the launcher (", launcher_name(launch.launcher), ") started rank ",
+                               launch.rank, " of ", n, ", but MPI formed a world of ", mpi_size);
+  switch (launch.launcher) {
+    case Launcher::kTorchrun:
+      return str(
+          seen, ": MPICH cannot join torchrun's processes into one world. Launch with `mpirun -np ",
+          n, " triax ...`, or under Slurm `srun --mpi=pmi2 -n ", n,
+          " triax ...`, or keep torchrun with comm.backend: tcp (or auto).");
+    case Launcher::kSrun:
+      return str(seen,
+                 ": the job step has no PMI that MPICH understands (Debian's MPICH has no "
+                 "PMIx). Launch with `srun --mpi=pmi2 ...`, or `mpirun -np ",
+                 n, " triax ...`.");
+    case Launcher::kEnv:
+      return str(seen,
+                 ": RANK/WORLD_SIZE were set by hand, but the MPI backend needs an MPI "
+                 "launcher. Launch with `mpirun -np ",
+                 n,
+                 " triax ...`, or unset RANK and WORLD_SIZE, or set comm.backend: tcp with "
+                 "MASTER_ADDR and MASTER_PORT.");
+    case Launcher::kHydra:
+    case Launcher::kSingle:
+      break;
+  }
+  return str(seen,
+             ": launch with `mpirun -np N triax ...` using the same MPI that triax was built "
+             "with (MPICH).");
+}
+
+MpiRuntime::MpiRuntime(int* argc, char*** argv) {
+  int initialized = 0;
+  TRIAX_MPI_CHECK(MPI_Initialized(&initialized));
+  if (!initialized) {
+    int provided = 0;
+    // MULTIPLE: later backward hooks may start collectives off the main thread.
+    TRIAX_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+    owns_ = true;
+  }
+  TRIAX_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  TRIAX_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+  TRIAX_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+}
+
+MpiRuntime::~MpiRuntime() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owns_ && !finalized) MPI_Finalize();
+}
+
+void MpiRuntime::check_matches(const LaunchEnv& launch) const {
+  const std::string problem = launch_mismatch(launch, rank_, size_);
+  if (!problem.empty()) throw ConfigError(str("launch: ", problem));
+}
+
+void MpiRuntime::abort(int code) {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+}  // namespace triax

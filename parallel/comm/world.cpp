@@ -1,0 +1,35 @@
+#include "parallel/comm/world.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "parallel/comm/gloo_communicator.h"
+#include "parallel/comm/mpi_communicator.h"
+
+namespace triax {
+
+std::string resolve_backend(const std::string& configured, const LaunchEnv& launch) {
+  if (configured != "auto") return configured;
+  return launch.launcher == Launcher::kTorchrun ? "tcp" : "mpi";
+}
+
+World::World(const std::string& backend, const LaunchEnv& launch, int timeout_s, int* argc,
+             char*** argv)
+    : backend_(backend) {
+  if (backend_ == "tcp") {
+    comm_ = GlooCommunicator::world(launch, timeout_s);
+    return;
+  }
+  mpi_ = std::make_unique<MpiRuntime>(argc, argv);
+  mpi_->check_matches(launch);
+  comm_ = MpiCommunicator::world();
+}
+
+void World::abort(int code) const {
+  if (mpi_) MpiRuntime::abort(code);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+
+}  // namespace triax

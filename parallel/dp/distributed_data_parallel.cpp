@@ -1,0 +1,145 @@
+#include "parallel/dp/distributed_data_parallel.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+
+namespace triax {
+
+DistributedDataParallel::DistributedDataParallel(
+    std::vector<std::pair<std::string, torch::Tensor>> parameters, Communicator& dp,
+    DdpOptions options)
+    : params_(std::move(parameters)), dp_(dp), options_(options) {
+  // As PyTorch's DDP: the first bucket (the last layers, whose gradients come first) is capped
+  // at 1 MiB so that communication starts early in backward; the others hold bucket_mb.
+  const double limit = options_.bucket_mb * 1024 * 1024;
+  const double first_limit = std::min(limit, 1024.0 * 1024.0);
+  bucket_of_.assign(params_.size(), 0);
+  seen_.assign(params_.size(), false);
+  views_.resize(params_.size());
+  // Reverse registration order: the last layers' gradients come first in backward.
+  std::vector<std::vector<size_t>> groups(1);
+  double bytes = 0;
+  for (size_t k = params_.size(); k-- > 0;) {
+    const torch::Tensor& p = params_[k].second;
+    TRIAX_CHECK(p.scalar_type() == params_.front().second.scalar_type(), "DDP needs one dtype");
+    const double size = static_cast<double>(p.numel() * p.element_size());
+    if (!groups.back().empty() && bytes + size > (groups.size() == 1 ? first_limit : limit)) {
+      groups.emplace_back();
+      bytes = 0;
+    }
+    groups.back().push_back(k);
+    bytes += size;
+  }
+  for (auto& members : groups) {
+    if (members.empty()) continue;
+    int64_t numel = 0;
+    for (size_t k : members) numel += params_[k].second.numel();
+    Bucket bucket;
+    bucket.buffer = torch::zeros({numel}, params_[members.front()].second.options());
+    int64_t offset = 0;
+    for (size_t k : members) {
+      const torch::Tensor& p = params_[k].second;
+      views_[k] = bucket.buffer.narrow(0, offset, p.numel()).view(p.sizes());
+      offset += p.numel();
+      bucket_of_[k] = buckets_.size();
+    }
+    bucket.members = members;
+    buckets_.push_back(std::move(bucket));
+  }
+  for (size_t k = 0; k < params_.size(); ++k) {
+    // The hook outlives this object on the parameter; `alive` keeps a late call harmless.
+    params_[k].second.register_hook([this, k, alive = alive_](const torch::Tensor& grad) {
+      if (*alive) on_gradient(k);
+      return grad;
+    });
+  }
+  zero_grad();
+}
+
+DistributedDataParallel::~DistributedDataParallel() {
+  *alive_ = false;
+  for (auto& bucket : buckets_) {
+    if (bucket.work) {
+      try {
+        bucket.work->wait();
+      } catch (...) {
+      }
+    }
+  }
+}
+
+void DistributedDataParallel::broadcast_parameters() {
+  torch::NoGradGuard no_grad;
+  std::vector<WorkPtr> pending;
+  for (auto& item : params_) pending.push_back(dp_.broadcast_async(item.second, 0));
+  for (auto& work : pending) work->wait();
+}
+
+void DistributedDataParallel::zero_grad() {
+  for (auto& bucket : buckets_) bucket.buffer.zero_();
+  for (size_t k = 0; k < params_.size(); ++k) {
+    torch::Tensor& grad = params_[k].second.mutable_grad();
+    if (!grad.defined() || !grad.is_same(views_[k])) grad = views_[k];  // e.g. after set-to-none
+  }
+  std::fill(seen_.begin(), seen_.end(), false);
+  have_pending_ = false;
+  for (auto& bucket : buckets_) bucket.pending = static_cast<int>(bucket.members.size());
+}
+
+void DistributedDataParallel::set_sync(bool last_microbatch) {
+  sync_ = last_microbatch;
+}
+
+void DistributedDataParallel::on_gradient(size_t index) {
+  if (!sync_) return;
+  if (have_pending_) mark_final(pending_index_);  // its accumulation has completed by now
+  pending_index_ = index;
+  have_pending_ = true;
+  // MPI has no progress thread: a posted all-reduce advances only inside MPI calls, so backward
+  // drives the in-flight buckets forward as it goes.
+  for (auto& bucket : buckets_) {
+    if (bucket.work) bucket.work->is_completed();
+  }
+}
+
+void DistributedDataParallel::mark_final(size_t index) {
+  if (seen_[index]) return;
+  seen_[index] = true;
+  Bucket& bucket = buckets_[bucket_of_[index]];
+  if (--bucket.pending == 0) launch(bucket);
+}
+
+void DistributedDataParallel::launch(Bucket& bucket) {
+  bucket.work = dp_.size() > 1 ? dp_.all_reduce_async(bucket.buffer, ReduceOp::kAvg) : nullptr;
+}
+
+void DistributedDataParallel::finish() {
+  if (have_pending_) mark_final(pending_index_);
+  have_pending_ = false;
+  std::vector<std::string> unused;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    if (!seen_[k]) unused.push_back(params_[k].first);
+  }
+  // Every rank must issue the same all-reduces, so a missing gradient is a hard error unless
+  // allowed (then it is zero: its bucket slot was zeroed) — never a silent mismatch or a hang.
+  if (!unused.empty() && !options_.allow_unused) {
+    throw Error(str("DDP: no gradient reached ", unused.size(), " parameter(s) in this step: ",
+                    join(unused, ", "), " (set ddp.allow_unused: true if that is intended)"));
+  }
+  for (size_t k = 0; k < params_.size(); ++k) {
+    if (!seen_[k]) mark_final(k);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (auto& bucket : buckets_) {
+    if (bucket.work) bucket.work->wait();
+    bucket.work = nullptr;
+  }
+  exposed_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (auto& bucket : buckets_) bucket.pending = static_cast<int>(bucket.members.size());
+  std::fill(seen_.begin(), seen_.end(), false);
+}
+
+}  // namespace triax

@@ -1,0 +1,84 @@
+// defines: triax::DdpOptions, triax::DistributedDataParallel
+//
+// Bucketed data-parallel gradient averaging that overlaps backward (PyTorch DDP's three ideas):
+//  - Buckets: parameters are grouped, in reverse order of registration (roughly the order their
+//    gradients are produced in backward), into contiguous buffers of about bucket_mb (the first
+//    at most 1 MiB, as PyTorch); each parameter's .grad is a view into its bucket, so
+//    accumulation writes straight into it.
+//  - Progress: every hook also tests the in-flight buckets, because MPI advances a non-blocking
+//    collective only inside MPI calls.
+//  - Overlap: during the backward of the last micro-batch, as soon as every gradient of a bucket
+//    is final, its all-reduce (average over dp) starts, non-blocking, while backward goes on.
+//  - No sync on earlier micro-batches: they only accumulate.
+// Finality is observed with tensor hooks (a stable LibTorch API): a hook fires just before its
+// parameter's gradient is accumulated, and the engine finishes that accumulation before the next
+// hook fires, so parameter i is final when the next hook (or finish()) runs.
+// finish() launches what is left, waits for every bucket (the communication not hidden behind
+// backward: exposed_seconds()), and reports by name any parameter that received no gradient in
+// the step, or, with allow_unused, treats its gradient as zero.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "parallel/comm/communicator.h"
+#include "parallel/dp/gradient_sync.h"
+
+namespace triax {
+
+struct DdpOptions {
+  double bucket_mb = 25.0;    ///< target bucket size in MiB
+  bool allow_unused = false;  ///< a parameter without gradient counts as zero instead of an error
+};
+
+class DistributedDataParallel : public GradientSync {
+ public:
+  /// `parameters`: this rank's parameters with their names (for messages).
+  DistributedDataParallel(std::vector<std::pair<std::string, torch::Tensor>> parameters,
+                          Communicator& dp, DdpOptions options = {});
+  ~DistributedDataParallel() override;
+  DistributedDataParallel(const DistributedDataParallel&) = delete;
+  DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
+
+  /// Overwrites every parameter with dp-rank 0's (at start, so replicas begin equal).
+  void broadcast_parameters() override;
+  /// Zeroes all gradients (the bucket buffers) and re-attaches the .grad views.
+  void zero_grad() override;
+  /// Call before each micro-batch's backward: sync only on the last one.
+  void set_sync(bool last_microbatch) override;
+  /// After the last backward: launch the rest, wait for all buckets; gradients are averaged.
+  void finish() override;
+
+  int num_buckets() const { return static_cast<int>(buckets_.size()); }
+  /// Seconds finish() spent waiting for communication in the last step.
+  double exposed_seconds() const override { return exposed_seconds_; }
+
+ private:
+  struct Bucket {
+    torch::Tensor buffer;
+    std::vector<size_t> members;  // indices into params_
+    int pending = 0;
+    WorkPtr work;
+  };
+  void on_gradient(size_t index);
+  void mark_final(size_t index);
+  void launch(Bucket& bucket);
+
+  std::vector<std::pair<std::string, torch::Tensor>> params_;
+  std::vector<torch::Tensor> views_;
+  std::vector<size_t> bucket_of_;
+  std::vector<bool> seen_;
+  std::vector<Bucket> buckets_;
+  Communicator& dp_;
+  DdpOptions options_;
+  bool sync_ = true;
+  bool have_pending_ = false;
+  size_t pending_index_ = 0;
+  double exposed_seconds_ = 0;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace triax

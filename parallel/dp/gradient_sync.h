@@ -1,0 +1,67 @@
+// defines: triax::GradientSync, triax::PerParameterAverage, triax::average_gradients,
+//          triax::make_gradient_sync
+//
+// Data parallelism as one interface for every model: replicas start equal (parameters
+// broadcast from dp-rank 0) and stay equal (each rank applies the gradient averaged over the dp
+// group). A trainer calls, per step:
+//   zero_grad();  for each micro-batch { set_sync(is_last); backward; }  finish();
+// Two implementations:
+//   DistributedDataParallel (dp/distributed_data_parallel.h): buckets, all-reduced during the
+//     last micro-batch's backward — what training uses;
+//   PerParameterAverage (here): after backward, one all-reduce per parameter, all in flight at
+//     once — the simple baseline the DDP benchmark compares against (`ddp.bucketed: false`).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/config.h"
+#include "parallel/comm/communicator.h"
+
+namespace triax {
+
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  /// Overwrites every parameter with dp-rank 0's (at start, so replicas begin equal).
+  virtual void broadcast_parameters() = 0;
+  /// Zeroes all gradients before a step's first backward.
+  virtual void zero_grad() = 0;
+  /// Before each micro-batch's backward: whether it is the step's last (the one to sync on).
+  virtual void set_sync(bool last_microbatch) = 0;
+  /// After the last backward: every gradient is the dp average when this returns.
+  virtual void finish() = 0;
+  /// Seconds finish() waited for communication in the last step (not hidden behind backward).
+  virtual double exposed_seconds() const = 0;
+};
+
+class PerParameterAverage : public GradientSync {
+ public:
+  PerParameterAverage(std::vector<std::pair<std::string, torch::Tensor>> parameters,
+                      Communicator& dp);
+  void broadcast_parameters() override;
+  void zero_grad() override;
+  void set_sync(bool) override {}
+  void finish() override;
+  double exposed_seconds() const override { return exposed_seconds_; }
+
+ private:
+  std::vector<torch::Tensor> params_;
+  Communicator& dp_;
+  double exposed_seconds_ = 0;
+};
+
+/// Averages every parameter's gradient over `dp`. A parameter without a gradient gets a zero
+/// one first, so every rank issues the same collectives (a mismatch would hang).
+void average_gradients(const std::vector<torch::Tensor>& parameters, Communicator& dp);
+
+/// The `ddp:` section's choice over `parameters` (named, for messages).
+std::unique_ptr<GradientSync> make_gradient_sync(
+    std::vector<std::pair<std::string, torch::Tensor>> parameters, Communicator& dp,
+    const DdpConfig& ddp);
+
+}  // namespace triax

@@ -1,0 +1,31 @@
+#include "parallel/tp/row_parallel_linear.h"
+
+#include "core/error.h"
+#include "parallel/tp/tp_mappings.h"
+
+namespace triax {
+
+RowParallelLinearImpl::RowParallelLinearImpl(const RowParallelLinearOptions& options,
+                                             Communicator& tp)
+    : options_(options), tp_(&tp) {
+  TRIAX_CHECK(options_.in_features() % tp.size() == 0, "RowParallelLinear: in_features ",
+              options_.in_features(), " is not divisible by tp ", tp.size());
+  torch::NoGradGuard no_grad;
+  const torch::Tensor full =
+      torch::randn({options_.out_features(), options_.in_features()}) * options_.init_std();
+  weight = register_parameter("weight", split_last_dim(full, tp.rank(), tp.size()).contiguous());
+  if (options_.bias()) bias = register_parameter("bias", torch::zeros({options_.out_features()}));
+}
+
+torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
+  const torch::Tensor input = options_.input_is_parallel() ? x : scatter_to_tp_region(x, *tp_);
+  const torch::Tensor y = reduce_from_tp_region(torch::nn::functional::linear(input, weight), *tp_);
+  return bias.defined() ? y + bias : y;
+}
+
+std::map<std::string, ShardSpec> RowParallelLinearImpl::shard_specs() const {
+  const int64_t in = options_.in_features();
+  return {{"weight", ShardSpec{1, 1, in, in}}};
+}
+
+}  // namespace triax

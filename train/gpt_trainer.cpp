@@ -1,0 +1,235 @@
+#include "train/gpt_trainer.h"
+
+#include <cmath>
+
+#include "checkpoint/parameter_table.h"
+#include "checkpoint/state_name.h"
+#include "core/error.h"
+#include "data/distributed_sampler.h"
+#include "models/gpt_stages.h"
+#include "parallel/dp/grad_norm.h"
+#include "parallel/tp/shard_spec.h"
+#include "train/optimizer.h"
+
+namespace triax {
+
+GptTrainer::GptTrainer(const RunPlan& run, ParallelContext& context)
+    : config_(run.config), context_(context), plan_(run.batch), schedule_(run.schedule) {
+  TRIAX_CHECK(run.model == ModelKind::kGpt && run.layout.dp_size() == context.dp_size() &&
+                  run.layout.tp_size() == context.tp_size() &&
+                  run.layout.pp_size() == context.pp_size(),
+              "GptTrainer: the plan is not a GPT plan for this context's layout");
+  const int p = context_.pp_size();
+  const int v = schedule_.chunks;
+  const GptOptions whole =
+      GptOptions::from_config(config_.model, static_cast<uint64_t>(config_.train.seed));
+  const auto& ranges = run.stage_layers;
+  double counted_parameters = 0;
+  for (int c = 0; c < v; ++c) {
+    const int stage = c * p + context_.pp_rank();
+    chunks_.emplace_back(gpt_stage_options(whole, stage, ranges), context_.tp());
+    const auto specs = collect_shard_specs(*chunks_.back());
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    for (const auto& item : chunks_.back()->named_parameters()) {
+      named.emplace_back(item.key(), item.value());
+      params_.push_back(item.value());
+      param_names_.push_back(StateName::of_parameter(c, item.key()).str());
+      // Count each parameter of the whole model once in the gradient norm (see grad_norm.h).
+      const bool sharded = specs.count(item.key()) != 0;
+      const bool tied_copy = item.key() == "token_embedding.weight" && stage != 0;
+      counted_in_norm_.push_back(!tied_copy && (sharded || context_.tp_rank() == 0));
+      if (counted_in_norm_.back()) {
+        const auto& value = item.value();
+        counted_parameters += sharded ? static_cast<double>(value.numel()) *
+                                            static_cast<double>(specs.at(item.key()).full_size) /
+                                            static_cast<double>(specs.at(item.key()).padded_size)
+                                      : static_cast<double>(value.numel());
+      }
+    }
+    ddp_.push_back(make_gradient_sync(std::move(named), context_.dp(), config_.ddp));
+    ddp_.back()->broadcast_parameters();
+  }
+  optimizer_ = make_optimizer(config_.train, params_);
+  eval_schedule_ = forward_only(p, static_cast<int>(plan_.num_microbatches), v);
+  // Parameters counted once over the model: the ones the gradient norm counts, sharded ones
+  // scaled from padded to real size, summed over one dp replica.
+  torch::Tensor count = torch::tensor({static_cast<double>(counted_parameters)}, torch::kDouble);
+  context_.model_parallel().all_reduce(count, ReduceOp::kSum);
+  model_parameters_ = static_cast<int64_t>(std::llround(count.item<double>()));
+  executor_ = std::make_unique<PipelineExecutor>(
+      context_.pp(),
+      std::vector<int64_t>{plan_.micro_batch, config_.model.seq_len, config_.model.hidden});
+}
+
+double GptTrainer::step(const torch::Tensor& tokens) {
+  TRIAX_CHECK(tokens.dim() == 2 && tokens.size(0) == plan_.global_batch &&
+                  tokens.size(1) == config_.model.seq_len + 1,
+              "expected tokens [", plan_.global_batch, ", ", config_.model.seq_len + 1, "], got ",
+              tokens.sizes());
+  return step_local(
+      DistributedSampler::local_rows(tokens, context_.dp_rank(), context_.dp_size()));
+}
+
+void GptTrainer::set_learning_rate(double lr) {
+  triax::set_learning_rate(*optimizer_, lr);
+}
+
+double GptTrainer::evaluate_local(const torch::Tensor& local) {
+  TRIAX_CHECK(local.dim() == 2 && local.size(0) == plan_.local_batch &&
+                  local.size(1) == config_.model.seq_len + 1,
+              "expected local tokens [", plan_.local_batch, ", ", config_.model.seq_len + 1,
+              "], got ", local.sizes());
+  torch::NoGradGuard no_grad;
+  for (auto& chunk : chunks_) chunk->eval();
+  const int64_t mb = plan_.micro_batch;
+  const int64_t seq = config_.model.seq_len;
+  StageFunctions stage;
+  stage.forward = [&](int chunk, int i, const torch::Tensor& input) {
+    Gpt& part = chunks_[static_cast<size_t>(chunk)];
+    return part->run_layers(
+        input.defined() ? input : part->embed(local.narrow(0, i * mb, mb).narrow(1, 0, seq)));
+  };
+  stage.loss = [&](int i, const torch::Tensor& output) {
+    return chunks_.back()->loss_from_hidden(output, local.narrow(0, i * mb, mb).narrow(1, 1, seq));
+  };
+  const bool tracing = executor_->tracing();
+  executor_->set_tracing(false);
+  const double loss = executor_->run(eval_schedule_, stage);
+  executor_->set_tracing(tracing);
+  for (auto& chunk : chunks_) chunk->train();
+  torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
+  context_.dp().all_reduce(mean, ReduceOp::kAvg);
+  return mean.item<double>();
+}
+
+double GptTrainer::step_local(const torch::Tensor& local) {
+  TRIAX_CHECK(local.dim() == 2 && local.size(0) == plan_.local_batch &&
+                  local.size(1) == config_.model.seq_len + 1,
+              "expected local tokens [", plan_.local_batch, ", ", config_.model.seq_len + 1,
+              "], got ", local.sizes());
+  for (auto& ddp : ddp_) ddp->zero_grad();
+  const int64_t mb = plan_.micro_batch;
+  const int64_t seq = config_.model.seq_len;
+  StageFunctions stage;
+  stage.forward = [&](int chunk, int i, const torch::Tensor& input) {
+    Gpt& part = chunks_[static_cast<size_t>(chunk)];
+    return part->run_layers(
+        input.defined() ? input : part->embed(local.narrow(0, i * mb, mb).narrow(1, 0, seq)));
+  };
+  stage.loss = [&](int i, const torch::Tensor& output) {
+    return chunks_.back()->loss_from_hidden(output, local.narrow(0, i * mb, mb).narrow(1, 1, seq));
+  };
+  stage.before_backward = [&](int chunk, int, bool last) {
+    ddp_[static_cast<size_t>(chunk)]->set_sync(last);
+  };
+  double loss = executor_->run(schedule_, stage);
+  exposed_ = 0;
+  for (auto& ddp : ddp_) {
+    ddp->finish();
+    exposed_ += ddp->exposed_seconds();
+  }
+  all_reduce_tied_embedding_grads(chunks_, context_.embedding());
+  std::vector<torch::Tensor> grads, counted;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    grads.push_back(params_[k].grad());
+    if (counted_in_norm_[k]) counted.push_back(params_[k].grad());
+  }
+  grad_norm_ = clip_grad_norm(grads, counted, config_.train.clip_grad, context_.model_parallel());
+  optimizer_->step();
+  torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
+  context_.dp().all_reduce(mean, ReduceOp::kAvg);
+  return mean.item<double>();
+}
+
+namespace {
+
+std::string state_key(const torch::Tensor& p) {
+  return c10::guts::to_string(p.unsafeGetTensorImpl());  // how LibTorch's optimizers key state
+}
+
+}  // namespace
+
+CheckpointContents GptTrainer::checkpoint_contents() {
+  CheckpointContents out;
+  auto& state = optimizer_->state();
+  const auto add = [&](const std::string& name, const std::string& kind, torch::Tensor value) {
+    StateName key = StateName::parse(name);
+    key.state = kind;
+    out.tensors.emplace_back(key.str(), std::move(value));
+  };
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const std::string& name = param_names_[k];
+    out.tensors.emplace_back(name, params_[k].detach());
+    const auto it = state.find(state_key(params_[k]));
+    if (it == state.end()) continue;  // before the first step
+    if (auto* adam = dynamic_cast<torch::optim::AdamWParamState*>(it->second.get())) {
+      add(name, "exp_avg", adam->exp_avg());
+      add(name, "exp_avg_sq", adam->exp_avg_sq());
+      add(name, "step", torch::tensor({adam->step()}, torch::kLong));
+    } else if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(it->second.get())) {
+      add(name, "momentum", sgd->momentum_buffer());
+    }
+  }
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const int chunk = static_cast<int>(c);
+    const auto streams = chunks_[c]->dropout().state();
+    out.tensors.emplace_back(StateName::of_rng(chunk, "dropout_shared").str(), streams[0]);
+    out.tensors.emplace_back(StateName::of_rng(chunk, "dropout_tp_local").str(), streams[1]);
+    const auto table = parameter_table(chunks_[c], schedule_.stage_of(context_.pp_rank(), chunk));
+    out.parameters.insert(out.parameters.end(), table.begin(), table.end());
+  }
+  return out;
+}
+
+void GptTrainer::load_state_tensors(const std::map<std::string, torch::Tensor>& tensors) {
+  const auto get = [&](const std::string& name) -> const torch::Tensor* {
+    const auto it = tensors.find(name);
+    return it == tensors.end() ? nullptr : &it->second;
+  };
+  const auto get_state = [&](const std::string& name, const char* kind) {
+    StateName key = StateName::parse(name);
+    key.state = kind;
+    return get(key.str());
+  };
+  auto& state = optimizer_->state();
+  // State of the other optimizer kind would be cast to the wrong type inside step().
+  const bool adamw = dynamic_cast<torch::optim::AdamW*>(optimizer_.get()) != nullptr;
+  torch::NoGradGuard no_grad;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const std::string& name = param_names_[k];
+    const torch::Tensor* value = get(name);
+    if (value == nullptr) throw Error(str("checkpoint has no tensor ", name));
+    TRIAX_CHECK(value->sizes() == params_[k].sizes(), "checkpoint tensor ", name, " has shape ",
+                value->sizes(), ", the model ", params_[k].sizes());
+    params_[k].copy_(*value);
+    state.erase(state_key(params_[k]));
+    if (const torch::Tensor* avg = get_state(name, "exp_avg")) {
+      if (!adamw)
+        throw Error(
+            str("checkpoint holds AdamW state for ", name, "; this run's optimizer is not AdamW"));
+      auto restored = std::make_unique<torch::optim::AdamWParamState>();
+      restored->exp_avg(avg->clone());
+      const torch::Tensor* sq = get_state(name, "exp_avg_sq");
+      const torch::Tensor* steps = get_state(name, "step");
+      if (sq == nullptr || steps == nullptr)
+        throw Error(str("checkpoint lacks AdamW state of ", name));
+      restored->exp_avg_sq(sq->clone());
+      restored->step(steps->item<int64_t>());
+      state[state_key(params_[k])] = std::move(restored);
+    } else if (const torch::Tensor* momentum = get_state(name, "momentum")) {
+      if (adamw)
+        throw Error(str("checkpoint holds SGD momentum for ", name, "; this run uses AdamW"));
+      auto restored = std::make_unique<torch::optim::SGDParamState>();
+      restored->momentum_buffer(momentum->clone());
+      state[state_key(params_[k])] = std::move(restored);
+    }
+  }
+  for (size_t c = 0; c < chunks_.size(); ++c) {  // absent in imported or resharded checkpoints
+    const int chunk = static_cast<int>(c);
+    const torch::Tensor* shared = get(StateName::of_rng(chunk, "dropout_shared").str());
+    const torch::Tensor* local = get(StateName::of_rng(chunk, "dropout_tp_local").str());
+    if (shared != nullptr && local != nullptr) chunks_[c]->dropout().set_state({*shared, *local});
+  }
+}
+
+}  // namespace triax

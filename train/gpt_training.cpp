@@ -1,0 +1,204 @@
+#include "train/gpt_training.h"
+
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/save_policy.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "data/local_batches.h"
+#include "models/gpt_flops.h"
+#include "schedules/pipeline_trace.h"
+#include "train/lr_schedule.h"
+#include "train/matmul_peak.h"
+#include "train/metrics_file.h"
+#include "train/stop_signal.h"
+#include "train/text_generator.h"
+
+namespace triax {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", digits, value);
+  return text;
+}
+
+}  // namespace
+
+GptTraining::GptTraining(const RunPlan& plan, ParallelContext& context,
+                         Clock::time_point process_start, bool node_leader)
+    : plan_(plan), context_(context), process_start_(process_start), node_leader_(node_leader) {
+  TRIAX_CHECK(plan.model == ModelKind::kGpt && plan.has_data, "GptTraining needs a GPT plan "
+                                                              "with its data open");
+}
+
+GptTrainingResult GptTraining::run() {
+  GptTrainer trainer(plan_, context_);
+  const int64_t start = load_checkpoint(trainer);
+  const int64_t total = plan_.data.total_steps;
+  if (start >= total) {  // a requeued job that had already finished, or fewer steps configured
+    log::info(str("nothing to train: the checkpoint is at step ", start, " and the run has ",
+                  total, " steps (raise train.steps or train.epochs to continue)"));
+    GptTrainingResult done;
+    done.steps = start;
+    return done;
+  }
+  StepReport report = start_report(trainer, start);
+  const TrainConfig& train = plan_.config.train;
+  LocalBatches batches(plan_.corpus->train, plan_.batch.global_batch, context_.dp_size(),
+                       context_.dp_rank(), train.shuffle, train.seed);
+  const SavePolicy policy(plan_.config);
+  for (int64_t step = start; step < total; ++step) {
+    const torch::Tensor local = batches.local(step);
+    StepOutcome outcome;
+    outcome.step = step + 1;
+    outcome.lr = learning_rate(train, step, total);
+    trainer.set_learning_rate(outcome.lr);
+    trainer.set_tracing(tracing(outcome.step));
+    const Clock::time_point begin = Clock::now();
+    outcome.loss = trainer.step_local(local);
+    outcome.seconds = seconds_since(begin);
+    outcome.grad_norm = trainer.last_grad_norm();
+    if (tracing(outcome.step)) write_trace(trainer, outcome.step);  // gathers over pp
+    if (evaluating(outcome.step)) outcome.val_loss = evaluate(trainer);
+    const bool logging = report.should_log(outcome.step);
+    report.record(outcome, logging ? gather_peak_memory_mib(context_.world())
+                                   : std::vector<double>{});
+    const int signal = agree_on_stop_signal(context_.world());
+    if (policy.due(outcome.step, outcome.step == total, signal != 0)) save(trainer, outcome.step);
+    if (signal != 0) return report.stopped(outcome.step, signal);
+  }
+  GptTrainingResult result = report.finish();
+  result.sample = write_sample(trainer);
+  return result;
+}
+
+int64_t GptTraining::load_checkpoint(GptTrainer& trainer) {
+  if (!resume_) return 0;
+  const Clock::time_point start = Clock::now();
+  trainer.load_state_tensors(
+      load_checkpoint_shard(*resume_, context_.pp_rank(), context_.tp_rank()));
+  context_.world().barrier();
+  // data_written_at is 0 for checkpoints made by `triax reshard`/`import`, not by a run.
+  const std::string origin = resume_->data_written_at > 0
+                                 ? str("written at dp ", resume_->data_written_at)
+                                 : std::string("converted offline");
+  log::info(str("resumed from ", resume_->dir, " after step ", resume_->step, " (",
+                resume_->consumed_samples, " samples; ", origin, ", now dp ", context_.dp_size(),
+                ") in ", fixed(seconds_since(start), 2), " s"));
+  return resume_->step;
+}
+
+StepReport GptTraining::start_report(GptTrainer& trainer, int64_t start_step) {
+  const double peak = peak_flops();
+  const double flops_per_token = gpt_flops_per_token(plan_.config.model);
+  const DataPlan& data = plan_.data;
+  const Schedule& schedule = trainer.schedule();
+  log::info(str("GPT: ", trainer.model_parameters(), " parameters, ",
+                fixed(flops_per_token / 1e6, 2), " MFLOP per token (6N + attention); ",
+                plan_.batch.describe(), "; schedule ", schedule.name, " (", schedule.microbatches,
+                " micro-batches, ", schedule.chunks, " chunk(s) per rank)"));
+  log::info(str("data: ", data.train_samples, " training sequences of ",
+                plan_.config.model.seq_len, " tokens (", data.steps_per_epoch,
+                " steps per epoch), ", data.val_samples, " held-out (", data.eval_batches,
+                " batches per evaluation); ", data.total_steps, " steps; MFU against a peak of ",
+                fixed(peak / 1e12, 3), " TFLOP/s (",
+                plan_.config.run.peak_tflops > 0 ? "run.peak_tflops x ranks"
+                                                 : "fp32 matmul measured on all cores of each node",
+                ")"));
+  std::ofstream metrics;
+  if (!plan_.config.run.dir.empty() && context_.rank() == 0) {
+    metrics = open_metrics_file(plan_.config.run.dir + "/metrics.jsonl", resume_ ? start_step : -1);
+  }
+  return StepReport(plan_, start_step, peak, flops_per_token, process_start_, std::move(metrics));
+}
+
+double GptTraining::peak_flops() {
+  const RunConfig& run = plan_.config.run;
+  if (run.peak_tflops > 0) return run.peak_tflops * 1e12 * context_.world().size();
+  // One rank per node measures with all of the node's cores while the others wait, so the sum
+  // over nodes is the hardware's peak however many ranks share it.
+  // The others sleep rather than poll meanwhile: a polling rank would take the cores measured.
+  context_.world().barrier();
+  double mine = 0;
+  if (node_leader_) {
+    const int threads = torch::get_num_threads();
+    torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    mine = measure_matmul_tflops() * 1e12;
+    torch::set_num_threads(threads);
+    context_.world().barrier();
+  } else {
+    const WorkPtr done = context_.world().barrier_async();
+    while (!done->is_completed()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  torch::Tensor total = torch::tensor({mine}, torch::kDouble);
+  context_.world().all_reduce(total, ReduceOp::kSum);
+  return total.item<double>();
+}
+
+bool GptTraining::tracing(int64_t step) const {
+  return !plan_.config.schedule.trace.empty() && step == plan_.config.schedule.trace_step;
+}
+
+bool GptTraining::evaluating(int64_t step) const {
+  const int64_t every = plan_.config.train.eval_every;
+  return step == plan_.data.total_steps || (every > 0 && step % every == 0);
+}
+
+void GptTraining::write_trace(GptTrainer& trainer, int64_t step) {
+  trainer.set_tracing(false);
+  const PipelineTrace trace = gather_trace(context_.pp(), trainer.trace());
+  if (context_.rank() != 0) return;
+  const std::string& path = plan_.config.schedule.trace;
+  std::ofstream(path) << chrome_trace_json(trace,
+                                           str("triax ", trainer.schedule().name, " step ", step));
+  log::info(str("pipeline trace of step ", step, " written to ", path, " (measured bubble ",
+                fixed(measured_bubble(trace), 3), "; open it in https://ui.perfetto.dev)"));
+}
+
+// Mean loss over the first eval_batches global batches of the held-out split, unshuffled: the
+// same sequences every time, so evaluations are comparable across a run and across layouts.
+double GptTraining::evaluate(GptTrainer& trainer) {
+  LocalBatches held_out(plan_.corpus->val, plan_.batch.global_batch, context_.dp_size(),
+                        context_.dp_rank(), /*shuffle=*/false, 0);
+  double sum = 0;
+  for (int64_t k = 0; k < plan_.data.eval_batches; ++k) {
+    sum += trainer.evaluate_local(held_out.local(k));
+  }
+  return sum / static_cast<double>(plan_.data.eval_batches);
+}
+
+void GptTraining::save(GptTrainer& trainer, int64_t step) {
+  const Clock::time_point start = Clock::now();
+  const CheckpointLayout layout{trainer.schedule().chunks, plan_.batch.global_batch};
+  const std::string dir = save_checkpoint(context_, plan_.config, step, layout,
+                                          [&] { return trainer.checkpoint_contents(); });
+  log::info(str("checkpoint of step ", step, " saved to ", dir, " in ",
+                fixed(seconds_since(start), 2), " s"));
+}
+
+std::string GptTraining::write_sample(GptTrainer& trainer) {
+  const SampleConfig& sample = plan_.config.sample;
+  if (sample.tokens <= 0) return "";
+  const std::string text = generate_text(trainer, context_, plan_.config);
+  const std::string how = sample.top_k <= 1
+                              ? std::string("greedy")
+                              : str("top-k ", sample.top_k, ", temperature ", sample.temperature);
+  log::info(str("sample (", how, ", ", sample.tokens, " bytes after the prompt):\n",
+                printable(text), "\n--- end of sample"));
+  if (!plan_.config.run.dir.empty() && context_.rank() == 0) {
+    std::ofstream(plan_.config.run.dir + "/sample.txt") << text << "\n";
+  }
+  return text;
+}
+
+}  // namespace triax

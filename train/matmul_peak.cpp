@@ -1,0 +1,25 @@
+#include "train/matmul_peak.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+
+namespace triax {
+
+double measure_matmul_tflops() {
+  constexpr int64_t n = 1024;
+  torch::NoGradGuard no_grad;
+  const torch::Tensor a = torch::ones({n, n});
+  const torch::Tensor b = torch::ones({n, n});
+  torch::Tensor c = torch::mm(a, b);  // warm-up: BLAS thread pool and page faults
+  double best = 1e30;
+  for (int i = 0; i < 3; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    torch::mm_out(c, a, b);
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return 2.0 * n * n * n / best / 1e12;
+}
+
+}  // namespace triax

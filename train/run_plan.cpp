@@ -1,0 +1,157 @@
+#include "train/run_plan.h"
+
+#include <cstdio>
+
+#include "core/error.h"
+#include "models/gpt.h"
+#include "models/gpt_stages.h"
+#include "models/mlp.h"
+#include "schedules/schedule_check.h"
+#include "train/lr_schedule.h"
+
+namespace triax {
+namespace {
+
+// The schedule's micro-batches: schedule.microbatches, or global_batch / (micro_batch * dp).
+Schedule pipeline_schedule(const Config& config, const BatchPlan& batch) {
+  const ScheduleConfig& s = config.schedule;
+  int64_t m = s.microbatches;
+  if (m == 0) {
+    m = batch.num_microbatches;
+  } else if (config.train.micro_batch != 0 && m != batch.num_microbatches) {
+    throw ConfigError(str("schedule.microbatches: ", m,
+                          " disagrees with train.global_batch / "
+                          "(train.micro_batch * dp) = ",
+                          config.train.global_batch, " / (", batch.micro_batch, " * ", batch.dp,
+                          ") = ", batch.num_microbatches, " (valid: 0 to derive it, or ",
+                          batch.num_microbatches, ")"));
+  }
+  Schedule schedule =
+      make_schedule(s.name, static_cast<int>(config.parallel.pipeline), static_cast<int>(m),
+                    static_cast<int>(s.chunks_per_rank));
+  check_schedule(schedule);
+  return schedule;
+}
+
+int64_t total_steps(const TrainConfig& train, int64_t steps_per_epoch) {
+  const int64_t all = train.epochs * steps_per_epoch;
+  return train.steps > 0 ? std::min(train.steps, all) : all;
+}
+
+void open_gpt_data(RunPlan& plan) {
+  const Config& c = plan.config;
+  const TrainConfig& train = c.train;
+  plan.corpus = std::make_shared<const GptCorpus>(
+      GptCorpus::open(c.data.tokens, c.model.seq_len, c.model.vocab));
+  DataPlan& d = plan.data;
+  d.train_samples = plan.corpus->train.size();
+  d.val_samples = plan.corpus->val.size();
+  d.steps_per_epoch = d.train_samples / train.global_batch;
+  if (d.steps_per_epoch == 0) {
+    throw ConfigError(str("train.global_batch: ", train.global_batch, " is larger than the ",
+                          d.train_samples, " training sequences of ",
+                          GptCorpus::train_path(c.data.tokens), " (valid: at most ",
+                          d.train_samples, ")"));
+  }
+  const int64_t val_batches = d.val_samples / train.global_batch;
+  if (val_batches == 0) {
+    throw ConfigError(str("train.global_batch: ", train.global_batch, " is larger than the ",
+                          d.val_samples, " held-out sequences of ",
+                          GptCorpus::val_path(c.data.tokens), " (valid: at most ", d.val_samples,
+                          "; or prepare the data with a larger --val-fraction)"));
+  }
+  d.eval_batches = train.eval_batches > 0 ? std::min(train.eval_batches, val_batches) : val_batches;
+  d.total_steps = total_steps(train, d.steps_per_epoch);
+}
+
+void open_mlp_data(RunPlan& plan) {
+  const Config& c = plan.config;
+  plan.images = std::make_shared<const FashionMnist>(
+      load_fashion_mnist(c.data.dir, "train", c.data.train_samples));
+  plan.test_images = std::make_shared<const FashionMnist>(
+      load_fashion_mnist(c.data.dir, "t10k", c.data.test_samples));
+  DataPlan& d = plan.data;
+  d.train_samples = plan.images->size();
+  d.val_samples = plan.test_images->size();
+  d.steps_per_epoch = d.train_samples / c.train.global_batch;
+  if (d.steps_per_epoch == 0) {
+    throw ConfigError(str("train.global_batch: ", c.train.global_batch, " is larger than the ",
+                          d.train_samples, " training samples (data.train_samples=",
+                          c.data.train_samples, "); valid: at most ", d.train_samples));
+  }
+  d.total_steps = total_steps(c.train, d.steps_per_epoch);
+}
+
+void open_data(RunPlan& plan, DataCheck check) {
+  if (check == DataCheck::kSkip) {
+    plan.data_note = "not opened";
+    return;
+  }
+  try {
+    if (plan.model == ModelKind::kGpt) {
+      open_gpt_data(plan);
+    } else {
+      open_mlp_data(plan);
+    }
+    plan.has_data = true;
+  } catch (const ConfigError& e) {
+    if (check == DataCheck::kOpen) throw;
+    plan.data_note = e.what();
+  }
+}
+
+}  // namespace
+
+RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
+  RunPlan plan;
+  plan.config = config;
+  plan.model = config.model.arch == "gpt" ? ModelKind::kGpt : ModelKind::kMlp;
+  plan.layout = ParallelLayout::from_config(config.parallel, world_size);
+  if (plan.model == ModelKind::kGpt) {
+    check_gpt_layout(config);
+  } else {
+    check_mlp_layout(config);
+  }
+  plan.batch = BatchPlan::create(config.train, plan.layout.dp_size());
+  if (plan.model == ModelKind::kGpt) {
+    const int stages = static_cast<int>(config.parallel.pipeline * config.schedule.chunks_per_rank);
+    plan.stage_layers =
+        split_layers(config.model.layers, stages, config.schedule.layer_boundaries);
+    plan.schedule = pipeline_schedule(config, plan.batch);
+    check_lr_schedule(config.train);  // the configuration's own mistakes before the data's
+  } else {
+    // The MLP's data is local and cheap to check, so its absence is named before the LR rule.
+    if (data != DataCheck::kSkip) check_fashion_mnist_files(config.data.dir);
+    check_lr_schedule(config.train);
+  }
+  open_data(plan, data);
+  return plan;
+}
+
+std::string RunPlan::describe() const {
+  std::string text = str("\n", layout.table(), batch.describe(), "\n");
+  if (model == ModelKind::kGpt) {
+    text += schedule.table() + "  stage layers:";
+    for (size_t i = 0; i < stage_layers.size(); ++i) {
+      text += str(" s", i, "=[", stage_layers[i].first, ",", stage_layers[i].second, ")");
+    }
+    const double chunk = 1.0 / schedule.chunks;
+    const SimulationResult sim = simulate(schedule, {chunk, chunk, 0.0});
+    char line[160];
+    std::snprintf(
+        line, sizeof(line),
+        "\n  simulated bubble %.3f (equal forward/backward costs); peak activations per rank: ",
+        sim.bubble_fraction);
+    text += line + join(sim.peak_activations, " ") + " micro-batch chunks\n";
+  }
+  if (has_data) {
+    text += str("data: ", data.train_samples, " training samples (", data.steps_per_epoch,
+                " steps per epoch), ", data.val_samples, " held-out; ", data.total_steps,
+                " steps\n");
+  } else {
+    text += str("data: ", data_note, "\n");
+  }
+  return text;
+}
+
+}  // namespace triax

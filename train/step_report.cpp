@@ -1,0 +1,140 @@
+#include "train/step_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.h"
+#include "core/json_line.h"
+#include "core/log.h"
+#include "core/peak_memory.h"
+
+namespace triax {
+namespace {
+
+double seconds_between(StepReport::Clock::time_point a, StepReport::Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+std::string duration(double seconds) {
+  const auto s = static_cast<long long>(std::llround(std::max(0.0, seconds)));
+  if (s >= 3600) return str(s / 3600, "h", (s % 3600) / 60, "m");
+  if (s >= 60) return str(s / 60, "m", s % 60, "s");
+  return str(s, "s");
+}
+
+std::string fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", digits, value);
+  return text;
+}
+
+std::string scientific(double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.2e", value);
+  return text;
+}
+
+}  // namespace
+
+StepReport::StepReport(const RunPlan& plan, int64_t start_step, double peak_flops,
+                       double flops_per_token, Clock::time_point process_start,
+                       std::ofstream metrics)
+    : plan_(plan),
+      start_step_(start_step),
+      total_(plan.data.total_steps),
+      peak_flops_(peak_flops),
+      flops_per_token_(flops_per_token),
+      tokens_per_step_(static_cast<double>(plan.batch.global_batch * plan.config.model.seq_len)),
+      process_start_(process_start),
+      loop_start_(Clock::now()),
+      metrics_(std::move(metrics)),
+      val_loss_(std::nan("")) {}
+
+bool StepReport::should_log(int64_t step) const {
+  const int64_t every = plan_.config.train.log_every;
+  return step == total_ || (every > 0 && step % every == 0);
+}
+
+void StepReport::record(const StepOutcome& o, const std::vector<double>& memory_mib) {
+  if (o.step == start_step_ + 1) {
+    result_.seconds_to_first_step = seconds_between(process_start_, Clock::now());
+  } else {
+    steady_seconds_ += o.seconds;
+  }
+  result_.step_losses.push_back(o.loss);
+  interval_seconds_ += o.seconds;
+  interval_loss_ += o.loss;
+  ++interval_steps_;
+  if (o.val_loss) val_loss_ = *o.val_loss;
+
+  JsonLine record;
+  record.add("step", o.step).add("loss", o.loss).add("lr", o.lr).add("grad_norm", o.grad_norm);
+  if (o.val_loss) record.add("val_loss", *o.val_loss);
+  if (should_log(o.step)) {
+    const double tokens_per_s = interval_steps_ * tokens_per_step_ / interval_seconds_;
+    const double mfu = tokens_per_s * flops_per_token_ / peak_flops_;
+    const double elapsed = seconds_between(loop_start_, Clock::now());
+    const double eta = elapsed / static_cast<double>(o.step - start_step_) *
+                       static_cast<double>(total_ - o.step);
+    record.add("tokens_per_s", tokens_per_s)
+        .add("mfu", mfu)
+        .add("peak_rss_mib", memory_mib)
+        .add("elapsed_s", elapsed)
+        .add("eta_s", eta);
+    log::info(log_line(o, memory_mib, tokens_per_s, mfu, eta));
+    interval_seconds_ = interval_loss_ = 0;
+    interval_steps_ = 0;
+  } else if (o.val_loss) {
+    log::info(str("step ", o.step, "/", total_, " | val ", fixed(*o.val_loss, 4)));
+  }
+  if (metrics_.is_open()) metrics_ << record.str() << "\n" << std::flush;
+}
+
+std::string StepReport::log_line(const StepOutcome& o, const std::vector<double>& memory_mib,
+                                 double tokens_per_s, double mfu, double eta) const {
+  std::string line =
+      str("step ", o.step, "/", total_, " | loss ", fixed(interval_loss_ / interval_steps_, 4));
+  if (o.val_loss) line += str(" | val ", fixed(*o.val_loss, 4));
+  const double peak = memory_mib.empty() ? 0 : *std::max_element(memory_mib.begin(),
+                                                                 memory_mib.end());
+  return line + str(" | lr ", scientific(o.lr), " | grad norm ", fixed(o.grad_norm, 3), " | ",
+                    fixed(tokens_per_s, 0), " tok/s | MFU ", fixed(100 * mfu, 2), "% | peak mem ",
+                    fixed(peak, 0), " MiB/rank (max) | ETA ", duration(eta));
+}
+
+GptTrainingResult StepReport::stopped(int64_t steps, int signal) {
+  log::info(str("stopping after step ", steps, " on signal ", signal,
+                "; continue with --resume latest"));
+  result_.steps = steps;
+  result_.stopped_by_signal = signal;
+  return result_;
+}
+
+GptTrainingResult StepReport::finish() {
+  result_.steps = total_;
+  result_.val_loss = val_loss_;
+  result_.train_seconds = seconds_between(loop_start_, Clock::now());
+  const int64_t ran = total_ - start_step_;
+  const double steady_steps = static_cast<double>(std::max<int64_t>(ran - 1, 1));
+  const double steady = ran > 1 ? steady_seconds_ : result_.train_seconds;
+  result_.tokens_per_second = steady_steps * tokens_per_step_ / steady;
+  result_.mfu = result_.tokens_per_second * flops_per_token_ / peak_flops_;
+  log::info(str("done: ", total_, " steps in ", fixed(result_.train_seconds, 1), " s; ",
+                fixed(result_.tokens_per_second, 0), " tokens/s and MFU ",
+                fixed(100 * result_.mfu, 2), "% after the first step; loss ",
+                fixed(result_.step_losses.front(), 4), " -> ",
+                fixed(result_.step_losses.back(), 4), ", val loss ", fixed(val_loss_, 4),
+                "; first step done ", fixed(result_.seconds_to_first_step, 2),
+                " s after start"));
+  return result_;
+}
+
+std::vector<double> gather_peak_memory_mib(Communicator& world) {
+  const torch::Tensor mine =
+      torch::tensor({static_cast<double>(peak_rss_bytes()) / (1 << 20)}, torch::kDouble);
+  const torch::Tensor all = world.all_gather(mine);
+  return std::vector<double>(all.data_ptr<double>(), all.data_ptr<double>() + all.numel());
+}
+
+}  // namespace triax

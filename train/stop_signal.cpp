@@ -1,0 +1,32 @@
+#include "train/stop_signal.h"
+
+#include <csignal>
+
+namespace triax {
+namespace {
+
+volatile std::sig_atomic_t received = 0;
+
+extern "C" void record_signal(int signal) {
+  received = signal;
+}
+
+}  // namespace
+
+void install_stop_signals() {
+  std::signal(SIGTERM, record_signal);
+  std::signal(SIGUSR1, record_signal);
+}
+
+int stop_signal_received() {
+  return received;
+}
+
+int agree_on_stop_signal(Communicator& world) {
+  // Ranks may get a stop signal at different moments (or only some of them): agree on it.
+  torch::Tensor stop = torch::tensor({static_cast<double>(received)}, torch::kDouble);
+  world.all_reduce(stop, ReduceOp::kMax);
+  return static_cast<int>(stop.item<double>());
+}
+
+}  // namespace triax

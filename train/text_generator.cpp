@@ -1,0 +1,79 @@
+#include "train/text_generator.h"
+
+#include "core/strings.h"
+#include "schedules/pipeline_executor.h"
+
+namespace triax {
+namespace {
+
+int64_t pick_token(const torch::Tensor& logits, const SampleConfig& sample,
+                   torch::Generator& generator) {
+  if (sample.top_k <= 1) return logits.argmax().item<int64_t>();
+  const auto top =
+      torch::topk(logits / sample.temperature, std::min<int64_t>(sample.top_k, logits.size(0)));
+  const torch::Tensor probabilities = torch::softmax(std::get<0>(top), 0);
+  const int64_t choice = torch::multinomial(probabilities, 1, false, generator).item<int64_t>();
+  return std::get<1>(top)[choice].item<int64_t>();
+}
+
+}  // namespace
+
+std::string generate_text(GptTrainer& trainer, ParallelContext& context, const Config& config) {
+  const SampleConfig& sample = config.sample;
+  const int64_t seq = config.model.seq_len;
+  std::vector<int64_t> tokens;
+  for (unsigned char c : sample.prompt) tokens.push_back(c);
+  if (tokens.empty()) tokens.push_back('\n');
+  torch::NoGradGuard no_grad;
+  std::vector<Gpt>& chunks = trainer.chunks();
+  for (auto& chunk : chunks) chunk->eval();
+  PipelineExecutor executor(context.pp(), {1, seq, config.model.hidden});
+  const Schedule schedule =
+      forward_only(context.pp_size(), 1, static_cast<int>(trainer.schedule().chunks));
+  // The same stream on every tp rank of the last stage, so they pick the same token.
+  torch::Generator generator =
+      at::detail::createCPUGenerator(static_cast<uint64_t>(config.train.seed) + 7919);
+  for (int64_t n = 0; n < sample.tokens; ++n) {
+    const int64_t length = std::min<int64_t>(static_cast<int64_t>(tokens.size()), seq);
+    torch::Tensor window = torch::zeros({1, seq}, torch::kLong);
+    window[0]
+        .narrow(0, 0, length)
+        .copy_(
+            torch::tensor(std::vector<int64_t>(tokens.end() - length, tokens.end()), torch::kLong));
+    int64_t next = 0;
+    StageFunctions stage;
+    stage.forward = [&](int chunk, int, const torch::Tensor& input) {
+      Gpt& part = chunks[static_cast<size_t>(chunk)];
+      return part->run_layers(input.defined() ? input : part->embed(window));
+    };
+    stage.loss = [&](int, const torch::Tensor& output) {
+      const torch::Tensor logits = chunks.back()->logits_from_hidden(output)[0][length - 1];
+      next = pick_token(logits, sample, generator);
+      return torch::zeros({});
+    };
+    executor.run(schedule, stage);
+    torch::Tensor chosen = torch::tensor({next}, torch::kLong);
+    context.pp().broadcast(chosen, context.pp_size() - 1);
+    tokens.push_back(chosen.item<int64_t>());
+  }
+  for (auto& chunk : chunks) chunk->train();
+  std::string text;
+  for (int64_t t : tokens) text += static_cast<char>(t);
+  return sample.prompt.empty() ? text.substr(1) : text;
+}
+
+std::string printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if ((c >= 32 && c < 127) || c == '\n' || c == '\t') {
+      out += static_cast<char>(c);
+    } else {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\x%02x", c);
+      out += escaped;
+    }
+  }
+  return out;
+}
+
+}  // namespace triax
