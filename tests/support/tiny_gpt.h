@@ -8,6 +8,8 @@
 #include <string>
 
 #include "core/config.h"
+#include "parallel/parallel_context.h"
+#include "train/run_plan.h"
 
 namespace triax::testing {
 
@@ -31,6 +33,11 @@ inline Config tiny_gpt_config(int tp, int pp, const std::string& schedule, int c
   c.schedule.chunks_per_rank = chunks;
   c.ddp.bucket_mb = 0.002;  // several buckets even for a tiny model
   return c;
+}
+
+/// The run plan of `c` for `context`'s layout, without data (the tests feed batches themselves).
+inline RunPlan plan_for(const Config& c, const ParallelContext& context) {
+  return plan_run(c, context.dp_size() * context.tp_size() * context.pp_size(), DataCheck::kSkip);
 }
 
 /// Global batch `step` (one of two, in turn) [global_batch, seq_len + 1].

@@ -57,7 +57,7 @@ TEST_CASE("every (dp, tp, pp) layout and schedule trains like one process", "[mp
   const Config reference_config = tiny_config(1, 1, "1f1b", 1);
   std::shared_ptr<Communicator> single = MpiCommunicator::self();
   ParallelContext single_context(single, ParallelLayout::create(1, 1, 1));
-  GptTrainer reference(reference_config, single_context);
+  GptTrainer reference(testing::plan_for(reference_config, single_context), single_context);
   const Result expected = train(reference, reference_config);
   CHECK(expected.losses.back() < expected.losses.front() - 0.1);     // it learns
   CHECK(expected.norms.front() > reference_config.train.clip_grad);  // clipping is active
@@ -73,7 +73,7 @@ TEST_CASE("every (dp, tp, pp) layout and schedule trains like one process", "[mp
         INFO("dp=" << dp << " tp=" << tp << " pp=" << pp << " schedule=" << name);
         const Config config = tiny_config(tp, pp, name, chunks);
         ParallelContext context(world, ParallelLayout::from_config(config.parallel, n));
-        GptTrainer trainer(config, context);
+        GptTrainer trainer(testing::plan_for(config, context), context);
         const Result got = train(trainer, config);
         double loss_diff = 0, norm_diff = 0;
         for (int s = 0; s < kSteps; ++s) {

@@ -4,6 +4,7 @@
 // byte for byte (the argmax is stable because the logits agree to ~1e-6).
 #include <catch2/catch.hpp>
 
+#include "data/distributed_sampler.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "support/test_world.h"
 #include "support/tiny_gpt.h"
@@ -23,14 +24,14 @@ struct Outcome {
 };
 
 Outcome train_then_evaluate(const Config& config, ParallelContext& context) {
-  GptTrainer trainer(config, context);
+  GptTrainer trainer(testing::plan_for(config, context), context);
   for (int step = 0; step < kSteps; ++step) trainer.step(testing::tiny_gpt_batch(step, config));
   torch::manual_seed(99);
   const torch::Tensor held_out = torch::randint(
       0, config.model.vocab, {config.train.global_batch, config.model.seq_len + 1}, torch::kLong);
-  const int64_t local = config.train.global_batch / context.dp_size();
   Outcome outcome;
-  outcome.val_loss = trainer.evaluate_local(held_out.narrow(0, context.dp_rank() * local, local));
+  outcome.val_loss = trainer.evaluate_local(
+      DistributedSampler::local_rows(held_out, context.dp_rank(), context.dp_size()));
   outcome.text = generate_text(trainer, context, config);
   return outcome;
 }
@@ -73,10 +74,10 @@ TEST_CASE("evaluation changes nothing: the next step is the same", "[mpi][evalge
   const int n = world->size();
   const Config config = testing::tiny_gpt_config(n % 2 == 0 ? 2 : 1, n % 4 == 0 ? 2 : 1, "1f1b", 1);
   ParallelContext context(world, ParallelLayout::from_config(config.parallel, world->size()));
-  GptTrainer plain(config, context);
-  GptTrainer evaluated(config, context);
-  const int64_t local = config.train.global_batch / context.dp_size();
+  GptTrainer plain(testing::plan_for(config, context), context);
+  GptTrainer evaluated(testing::plan_for(config, context), context);
   const torch::Tensor batch = testing::tiny_gpt_batch(0, config);
-  evaluated.evaluate_local(batch.narrow(0, context.dp_rank() * local, local));
+  evaluated.evaluate_local(
+      DistributedSampler::local_rows(batch, context.dp_rank(), context.dp_size()));
   CHECK(plain.step(batch) == evaluated.step(batch));
 }

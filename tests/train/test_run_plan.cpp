@@ -1,1 +1,88 @@
+// plan_run validates a run once, before any communication: each invalid layout or batch is one
+// ConfigError naming the key, the value and what is valid; a valid plan holds the layout, the
+// batch plan, the checked schedule and the stage split; the data is opened only when asked.
 #include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "support/tiny_gpt.h"
+#include "train/run_plan.h"
+
+using Catch::Contains;
+using namespace triax;
+
+namespace {
+
+Config gpt(int tp, int pp) {
+  return testing::tiny_gpt_config(tp, pp, "1f1b", 1);
+}
+
+}  // namespace
+
+TEST_CASE("a valid GPT plan holds layout, batch, schedule and stages", "[plan]") {
+  Config c = gpt(2, 2);
+  c.model.layers = 6;
+  const RunPlan plan = plan_run(c, 8, DataCheck::kSkip);
+  CHECK(plan.model == ModelKind::kGpt);
+  CHECK(plan.layout.dp_size() == 2);
+  CHECK(plan.batch.local_batch == 4);
+  CHECK(plan.batch.num_microbatches == 2);
+  CHECK(plan.schedule.name == "1f1b");
+  CHECK(plan.schedule.stages == 2);
+  CHECK(plan.schedule.microbatches == 2);
+  CHECK((plan.stage_layers == std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {3, 6}}));
+  CHECK_FALSE(plan.has_data);
+  CHECK_THAT(plan.describe(), Contains("world 8 = dp 2 x tp 2 x pp 2") &&
+                                  Contains("global batch 8 = dp 2 x 2 micro-batches x 2") &&
+                                  Contains("stage layers: s0=[0,3) s1=[3,6)") &&
+                                  Contains("data: not opened"));
+}
+
+TEST_CASE("plan_run refuses each invalid layout, naming the key", "[plan]") {
+  CHECK_THROWS_WITH(plan_run(gpt(2, 1), 3, DataCheck::kSkip),
+                    Contains("world size 3 is not divisible by parallel.tensor * "
+                             "parallel.pipeline = 2 * 1 = 2"));
+  Config fixed = gpt(1, 1);
+  fixed.parallel.data = 2;
+  CHECK_THROWS_WITH(plan_run(fixed, 4, DataCheck::kSkip),
+                    Contains("parallel.data: 2 does not match this launch"));
+  Config heads = gpt(2, 1);
+  heads.model.heads = 3;
+  heads.model.hidden = 12;
+  CHECK_THROWS_WITH(plan_run(heads, 2, DataCheck::kSkip),
+                    Contains("parallel.tensor: 2 does not divide model.heads=3"));
+  Config mlp;
+  mlp.parallel.tensor = 2;
+  CHECK_THROWS_WITH(plan_run(mlp, 2, DataCheck::kSkip),
+                    Contains("parallel.tensor: 2 is not supported by model.arch=mlp"));
+  CHECK_THROWS_WITH(plan_run(gpt(1, 1), 3, DataCheck::kSkip),
+                    Contains("train.global_batch: 8 is not divisible by dp = 3"));
+  Config micro = gpt(1, 1);
+  micro.train.micro_batch = 3;
+  CHECK_THROWS_WITH(plan_run(micro, 2, DataCheck::kSkip),
+                    Contains("train.micro_batch: 3 does not divide the per-rank batch"));
+  Config interleaved = gpt(1, 2);
+  interleaved.schedule.name = "interleaved";
+  CHECK_THROWS_WITH(plan_run(interleaved, 2, DataCheck::kSkip),
+                    Contains("schedule.chunks_per_rank: 1 is too few for the interleaved"));
+  Config bounds = gpt(1, 2);
+  bounds.schedule.layer_boundaries = {4};
+  CHECK_THROWS_WITH(plan_run(bounds, 2, DataCheck::kSkip),
+                    Contains("schedule.layer_boundaries: [4] must increase strictly within (0, 4)"));
+  Config microbatches = gpt(1, 2);
+  microbatches.schedule.microbatches = 3;
+  CHECK_THROWS_WITH(plan_run(microbatches, 2, DataCheck::kSkip),
+                    Contains("schedule.microbatches: 3 disagrees with train.global_batch"));
+  Config lr = gpt(1, 1);
+  lr.train.min_lr = 1.0;
+  CHECK_THROWS_WITH(plan_run(lr, 1, DataCheck::kSkip), Contains("train.min_lr: 1 is above"));
+}
+
+TEST_CASE("the data is opened when asked, and its absence reported or refused", "[plan]") {
+  Config c = gpt(1, 1);
+  c.data.tokens = "/nonexistent";
+  CHECK_THROWS_WITH(plan_run(c, 1, DataCheck::kOpen),
+                    Contains("data.tokens: '/nonexistent' has no train.tok"));
+  const RunPlan reported = plan_run(c, 1, DataCheck::kIfPresent);
+  CHECK_FALSE(reported.has_data);
+  CHECK_THAT(reported.describe(), Contains("data: data.tokens: '/nonexistent' has no train.tok"));
+}

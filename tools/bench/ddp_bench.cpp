@@ -3,15 +3,15 @@
 // The GPT of the comparison with PyTorch (4 layers, hidden 128, 4 heads, sequence 64, vocabulary
 // 256, batch 8 per rank, AdamW, one thread per rank, random tokens).
 //  - bucketed: triax's DDP (buckets all-reduced during backward; the step waits on what is left);
-//  - simple:   average every gradient after backward, one all-reduce per parameter.
+//  - simple:   average every gradient after backward, one all-reduce per parameter
+//              (ddp.bucketed: false).
+// Both time GptTrainer::step, the step `triax train` runs.
 // Prints tokens/s (global), step time, and the exposed communication per step (the time the
 // optimizer step waits for gradients) with its share of the step.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 
-#include "parallel/dp/data_parallel.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/comm/mpi_runtime.h"
 #include "train/gpt_trainer.h"
@@ -43,32 +43,14 @@ int main(int argc, char** argv) {
                           torch::kLong);
   };
 
+  // Both modes run the trainer's own step; only the gradient sync differs (ddp.bucketed).
+  config.ddp.bucketed = bucketed;
+  GptTrainer trainer(plan_run(config, dp, DataCheck::kSkip), context);
   double exposed = 0;
-  std::function<void(int)> step_fn;
-  std::unique_ptr<GptTrainer> trainer;
-  Gpt model{nullptr};
-  std::unique_ptr<torch::optim::AdamW> adamw;
-  if (bucketed) {
-    trainer = std::make_unique<GptTrainer>(config, context);
-    step_fn = [&](int s) {
-      trainer->step(batch(s));
-      exposed += trainer->last_exposed_comm_seconds();
-    };
-  } else {
-    model = Gpt(GptOptions::from_config(config.model, 1234), context.tp());
-    broadcast_parameters(*model, context.dp());
-    adamw = std::make_unique<torch::optim::AdamW>(model->parameters(),
-                                                  torch::optim::AdamWOptions(1e-3));
-    step_fn = [&](int s) {
-      const torch::Tensor tokens = batch(s).narrow(0, context.dp_rank() * 8, 8);
-      adamw->zero_grad();
-      model->loss(tokens.narrow(1, 0, 64), tokens.narrow(1, 1, 64)).backward();
-      const auto start = std::chrono::steady_clock::now();
-      average_gradients(model->parameters(), context.dp());
-      exposed += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      adamw->step();
-    };
-  }
+  const auto step_fn = [&](int s) {
+    trainer.step(batch(s));
+    exposed += trainer.last_exposed_comm_seconds();
+  };
   for (int s = 0; s < 3; ++s) step_fn(s);  // warm-up
   exposed = 0;
   world->barrier();
