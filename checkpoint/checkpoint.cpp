@@ -105,8 +105,8 @@ std::map<std::string, torch::Tensor> load_checkpoint_shard(const Manifest& manif
     const SafetensorsFile file = load_safetensors(shard.file);
     return {file.tensors.begin(), file.tensors.end()};
   }
-  throw Error(str(manifest.dir, ": no shard for pipeline rank ", pp_rank, " tensor rank ",
-                  tp_rank));
+  throw Error(
+      str(manifest.dir, ": no shard for pipeline rank ", pp_rank, " tensor rank ", tp_rank));
 }
 
 }  // namespace triax

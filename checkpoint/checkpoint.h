@@ -28,7 +28,7 @@ namespace triax {
 /// What one (pp, tp) position contributes to a checkpoint.
 struct CheckpointContents {
   std::vector<std::pair<std::string, torch::Tensor>> tensors;  ///< by StateName
-  std::vector<ParameterEntry> parameters;  ///< the position's parameter table
+  std::vector<ParameterEntry> parameters;                      ///< the position's parameter table
 };
 
 struct CheckpointLayout {

@@ -35,7 +35,8 @@ void emit(YAML::Emitter& out, const ShardEntry& s) {
 
 ShardEntry shard_from(const YAML::Node& node, const std::string& dir) {
   ShardEntry s;
-  s.file = dir.empty() ? node["file"].as<std::string>() : dir + "/" + node["file"].as<std::string>();
+  s.file =
+      dir.empty() ? node["file"].as<std::string>() : dir + "/" + node["file"].as<std::string>();
   s.pipeline_rank = node["pipeline_rank"].as<int>();
   s.tensor_rank = node["tensor_rank"].as<int>();
   s.bytes = node["bytes"].as<int64_t>();
@@ -134,8 +135,9 @@ Manifest Manifest::read(const std::string& step_dir) {
   m.dir = step_dir;
   const std::string file = m.path();
   if (!fs::exists(file)) {
-    throw ConfigError(str(file, " is missing (a step folder without a manifest is an "
-                                "interrupted save)"));
+    throw ConfigError(str(file,
+                          " is missing (a step folder without a manifest is an "
+                          "interrupted save)"));
   }
   try {
     const YAML::Node root = YAML::LoadFile(file);

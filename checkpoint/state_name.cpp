@@ -44,7 +44,8 @@ StateName StateName::parse(const std::string& name) {
   if (name.rfind("rng/", 0) == 0) {
     n.rng = true;
     if (!take_chunk(name.substr(4), &n.chunk, &n.parameter)) {
-      throw Error(triax::str("checkpoint tensor name '", name, "': expected rng/c<chunk>/<stream>"));
+      throw Error(
+          triax::str("checkpoint tensor name '", name, "': expected rng/c<chunk>/<stream>"));
     }
     return n;
   }

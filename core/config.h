@@ -125,8 +125,9 @@ struct DataConfig {
   int64_t train_samples = 0;
   /// Use only the first N test samples (0 = all 10000). Default 0.
   int64_t test_samples = 0;
-  /// GPT: folder written by `triax prepare-data` (train.tok, val.tok). Default "data/fortunes".
-  std::string tokens = "data/fortunes";
+  /// GPT: folder written by `triax prepare-data` (train.tok, val.tok). Default
+  /// "runs/tokens/fortunes".
+  std::string tokens = "runs/tokens/fortunes";
 };
 
 struct SampleConfig {

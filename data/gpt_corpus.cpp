@@ -9,10 +9,9 @@ namespace triax {
 GptCorpus GptCorpus::open(const std::string& tokens_dir, int64_t seq_len, int64_t vocab) {
   for (const std::string& path : {train_path(tokens_dir), val_path(tokens_dir)}) {
     if (!std::ifstream(path)) {
-      throw ConfigError(str("data.tokens: '", tokens_dir, "' has no ",
-                            path.substr(path.rfind('/') + 1),
-                            " (valid: a folder written by `triax prepare-data TEXT... --out ",
-                            tokens_dir, "`)"));
+      throw ConfigError(
+          str("data.tokens: '", tokens_dir, "' has no ", path.substr(path.rfind('/') + 1),
+              " (valid: a folder written by `triax prepare-data TEXT... --out ", tokens_dir, "`)"));
     }
   }
   try {

@@ -1,7 +1,7 @@
 // defines: triax::PreparedData, triax::prepare_text_data
 //
 // `triax prepare-data`: text files (or folders of them, walked in sorted order) -> byte-level
-// token files OUT/train.tok and OUT/val.tok (format: core/token_file.h, vocabulary 256).
+// token files OUT/train.tok and OUT/val.tok (format: data/token_file.h, vocabulary 256).
 // Binary files (any NUL byte) and symbolic links inside folders are skipped and listed, so a
 // folder like /usr/share/games/fortunes, which holds index files and .u8 links beside the text,
 // can be given as it is.

@@ -19,8 +19,8 @@
 #include <torch/torch.h>
 
 #include "core/config.h"
-#include "parallel/tp/column_parallel_linear.h"
 #include "parallel/comm/communicator.h"
+#include "parallel/tp/column_parallel_linear.h"
 #include "parallel/tp/row_parallel_linear.h"
 #include "parallel/tp/tp_dropout.h"
 #include "parallel/tp/vocab_parallel_embedding.h"

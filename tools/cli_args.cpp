@@ -133,7 +133,7 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
   if (args.command == "prepare-data" && (args.inputs.empty() || args.out.empty())) {
     throw ConfigError(
         "triax prepare-data needs text files or folders and --out DIR, e.g. triax prepare-data "
-        "/usr/share/games/fortunes --out data/fortunes");
+        "/usr/share/games/fortunes --out runs/tokens/fortunes");
   }
   if ((args.command == "reshard" || args.command == "import") &&
       (args.inputs.size() != 1 || args.out.empty() || args.tensor == 0 || args.pipeline == 0)) {

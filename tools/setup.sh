@@ -61,8 +61,8 @@ check_blas
 build
 case "$mode" in
   train)
-    if [ ! -f data/fortunes/train.tok ] || [ ! -f data/fortunes/val.tok ]; then
-      build/triax prepare-data /usr/share/games/fortunes --out data/fortunes
+    if [ ! -f runs/tokens/fortunes/train.tok ] || [ ! -f runs/tokens/fortunes/val.tok ]; then
+      build/triax prepare-data /usr/share/games/fortunes --out runs/tokens/fortunes
     fi
     exec mpirun -np 8 build/triax train configs/gpt-fortunes.yaml ;;
   test) cd build && exec ctest --output-on-failure ;;

@@ -66,8 +66,7 @@ double GptTrainer::step(const torch::Tensor& tokens) {
                   tokens.size(1) == config_.model.seq_len + 1,
               "expected tokens [", plan_.global_batch, ", ", config_.model.seq_len + 1, "], got ",
               tokens.sizes());
-  return step_local(
-      DistributedSampler::local_rows(tokens, context_.dp_rank(), context_.dp_size()));
+  return step_local(DistributedSampler::local_rows(tokens, context_.dp_rank(), context_.dp_size()));
 }
 
 void GptTrainer::set_learning_rate(double lr) {

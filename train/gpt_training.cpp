@@ -37,8 +37,9 @@ std::string fixed(double value, int digits) {
 GptTraining::GptTraining(const RunPlan& plan, ParallelContext& context,
                          Clock::time_point process_start, bool node_leader)
     : plan_(plan), context_(context), process_start_(process_start), node_leader_(node_leader) {
-  TRIAX_CHECK(plan.model == ModelKind::kGpt && plan.has_data, "GptTraining needs a GPT plan "
-                                                              "with its data open");
+  TRIAX_CHECK(plan.model == ModelKind::kGpt && plan.has_data,
+              "GptTraining needs a GPT plan "
+              "with its data open");
 }
 
 GptTrainingResult GptTraining::run() {
@@ -46,8 +47,8 @@ GptTrainingResult GptTraining::run() {
   const int64_t start = load_checkpoint(trainer);
   const int64_t total = plan_.data.total_steps;
   if (start >= total) {  // a requeued job that had already finished, or fewer steps configured
-    log::info(str("nothing to train: the checkpoint is at step ", start, " and the run has ",
-                  total, " steps (raise train.steps or train.epochs to continue)"));
+    log::info(str("nothing to train: the checkpoint is at step ", start, " and the run has ", total,
+                  " steps (raise train.steps or train.epochs to continue)"));
     GptTrainingResult done;
     done.steps = start;
     return done;
@@ -71,8 +72,8 @@ GptTrainingResult GptTraining::run() {
     if (tracing(outcome.step)) write_trace(trainer, outcome.step);  // gathers over pp
     if (evaluating(outcome.step)) outcome.val_loss = evaluate(trainer);
     const bool logging = report.should_log(outcome.step);
-    report.record(outcome, logging ? gather_peak_memory_mib(context_.world())
-                                   : std::vector<double>{});
+    report.record(outcome,
+                  logging ? gather_peak_memory_mib(context_.world()) : std::vector<double>{});
     const int signal = agree_on_stop_signal(context_.world());
     if (policy.due(outcome.step, outcome.step == total, signal != 0)) save(trainer, outcome.step);
     if (signal != 0) return report.stopped(outcome.step, signal);
@@ -107,11 +108,10 @@ StepReport GptTraining::start_report(GptTrainer& trainer, int64_t start_step) {
                 fixed(flops_per_token / 1e6, 2), " MFLOP per token (6N + attention); ",
                 plan_.batch.describe(), "; schedule ", schedule.name, " (", schedule.microbatches,
                 " micro-batches, ", schedule.chunks, " chunk(s) per rank)"));
-  log::info(str("data: ", data.train_samples, " training sequences of ",
-                plan_.config.model.seq_len, " tokens (", data.steps_per_epoch,
-                " steps per epoch), ", data.val_samples, " held-out (", data.eval_batches,
-                " batches per evaluation); ", data.total_steps, " steps; MFU against a peak of ",
-                fixed(peak / 1e12, 3), " TFLOP/s (",
+  log::info(str("data: ", data.train_samples, " training sequences of ", plan_.config.model.seq_len,
+                " tokens (", data.steps_per_epoch, " steps per epoch), ", data.val_samples,
+                " held-out (", data.eval_batches, " batches per evaluation); ", data.total_steps,
+                " steps; MFU against a peak of ", fixed(peak / 1e12, 3), " TFLOP/s (",
                 plan_.config.run.peak_tflops > 0 ? "run.peak_tflops x ranks"
                                                  : "fp32 matmul measured on all cores of each node",
                 ")"));

@@ -3,9 +3,9 @@
 #include <chrono>
 #include <cstdio>
 
-#include "data/distributed_sampler.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "data/distributed_sampler.h"
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
 
@@ -24,13 +24,10 @@ double seconds_since(Clock::time_point start) {
 }  // namespace
 
 MlpTrainer::MlpTrainer(const RunPlan& plan, ParallelContext& context)
-    : plan_(plan),
-      context_(context),
-      train_data_(*plan.images),
-      test_data_(*plan.test_images) {
-  TRIAX_CHECK(plan.model == ModelKind::kMlp && plan.has_data &&
-                  plan.layout.dp_size() == context.dp_size(),
-              "MlpTrainer: needs an MLP plan with its data, for this context's layout");
+    : plan_(plan), context_(context), train_data_(*plan.images), test_data_(*plan.test_images) {
+  TRIAX_CHECK(
+      plan.model == ModelKind::kMlp && plan.has_data && plan.layout.dp_size() == context.dp_size(),
+      "MlpTrainer: needs an MLP plan with its data, for this context's layout");
   torch::manual_seed(static_cast<uint64_t>(plan_.config.train.seed));
   model_ = Mlp(MlpOptions(kImagePixels, plan_.config.model.mlp_hidden, kClasses));
   std::vector<std::pair<std::string, torch::Tensor>> named;
@@ -73,8 +70,7 @@ TrainResult MlpTrainer::train() {
   const int64_t total_steps = plan_.data.total_steps;
   const int64_t steps_per_epoch = plan_.data.steps_per_epoch;
   log::info(str("training: ", plan_.batch.describe(), "; ", steps_per_epoch,
-                " steps per epoch over ",
-                train_data_.size(), " samples; ", total_steps, " steps"));
+                " steps per epoch over ", train_data_.size(), " samples; ", total_steps, " steps"));
   DistributedSampler sampler(DistributedSamplerOptions{train_data_.size(), context_.dp_size(),
                                                        context_.dp_rank(), train.shuffle,
                                                        train.seed, false});
@@ -95,7 +91,8 @@ TrainResult MlpTrainer::train() {
       ++interval_steps;
       interval_loss += result.step_losses.back();
       if (train.log_every > 0 && (step % train.log_every == 0 || step == total_steps)) {
-        const double rate = interval_steps * plan_.batch.global_batch / seconds_since(interval_start);
+        const double rate =
+            interval_steps * plan_.batch.global_batch / seconds_since(interval_start);
         char line[160];
         std::snprintf(line, sizeof(line), "epoch %lld/%lld step %lld/%lld loss %.4f samples/s %.0f",
                       static_cast<long long>(epoch + 1), static_cast<long long>(train.epochs),
@@ -127,9 +124,9 @@ TrainResult MlpTrainer::train() {
 double MlpTrainer::evaluate(int64_t* samples_out) {
   torch::NoGradGuard no_grad;
   model_->eval();
-  DistributedSampler sampler(DistributedSamplerOptions{
-      test_data_.size(), context_.dp_size(), context_.dp_rank(), /*shuffle=*/false, 0,
-      /*drop_last=*/false, /*uneven=*/true});
+  DistributedSampler sampler(DistributedSamplerOptions{test_data_.size(), context_.dp_size(),
+                                                       context_.dp_rank(), /*shuffle=*/false, 0,
+                                                       /*drop_last=*/false, /*uneven=*/true});
   const torch::Tensor mine = torch::tensor(sampler.indices(), torch::kLong);
   double correct = 0;
   constexpr int64_t kEvalBatch = 1000;

@@ -26,9 +26,8 @@ Schedule pipeline_schedule(const Config& config, const BatchPlan& batch) {
                           ") = ", batch.num_microbatches, " (valid: 0 to derive it, or ",
                           batch.num_microbatches, ")"));
   }
-  Schedule schedule =
-      make_schedule(s.name, static_cast<int>(config.parallel.pipeline), static_cast<int>(m),
-                    static_cast<int>(s.chunks_per_rank));
+  Schedule schedule = make_schedule(s.name, static_cast<int>(config.parallel.pipeline),
+                                    static_cast<int>(m), static_cast<int>(s.chunks_per_rank));
   check_schedule(schedule);
   return schedule;
 }
@@ -115,8 +114,7 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
   plan.batch = BatchPlan::create(config.train, plan.layout.dp_size());
   if (plan.model == ModelKind::kGpt) {
     const int stages = static_cast<int>(config.parallel.pipeline * config.schedule.chunks_per_rank);
-    plan.stage_layers =
-        split_layers(config.model.layers, stages, config.schedule.layer_boundaries);
+    plan.stage_layers = split_layers(config.model.layers, stages, config.schedule.layer_boundaries);
     plan.schedule = pipeline_schedule(config, plan.batch);
     check_lr_schedule(config.train);  // the configuration's own mistakes before the data's
   } else {
@@ -145,9 +143,9 @@ std::string RunPlan::describe() const {
     text += line + join(sim.peak_activations, " ") + " micro-batch chunks\n";
   }
   if (has_data) {
-    text += str("data: ", data.train_samples, " training samples (", data.steps_per_epoch,
-                " steps per epoch), ", data.val_samples, " held-out; ", data.total_steps,
-                " steps\n");
+    text +=
+        str("data: ", data.train_samples, " training samples (", data.steps_per_epoch,
+            " steps per epoch), ", data.val_samples, " held-out; ", data.total_steps, " steps\n");
   } else {
     text += str("data: ", data_note, "\n");
   }

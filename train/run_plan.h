@@ -49,13 +49,13 @@ struct RunPlan {
   ModelKind model = ModelKind::kGpt;
   ParallelLayout layout = ParallelLayout::create(1, 1, 1);
   BatchPlan batch;
-  Schedule schedule;                                          ///< GPT: the pipeline schedule
-  std::vector<std::pair<int64_t, int64_t>> stage_layers;      ///< GPT: [first, last) per stage
-  bool has_data = false;                                      ///< the datasets below are open
-  std::string data_note;                                      ///< why not, for describe()
+  Schedule schedule;                                      ///< GPT: the pipeline schedule
+  std::vector<std::pair<int64_t, int64_t>> stage_layers;  ///< GPT: [first, last) per stage
+  bool has_data = false;                                  ///< the datasets below are open
+  std::string data_note;                                  ///< why not, for describe()
   DataPlan data;
-  std::shared_ptr<const GptCorpus> corpus;                    ///< GPT
-  std::shared_ptr<const FashionMnist> images, test_images;    ///< MLP
+  std::shared_ptr<const GptCorpus> corpus;                  ///< GPT
+  std::shared_ptr<const FashionMnist> images, test_images;  ///< MLP
 
   /// The layout table, batch plan, pipeline schedule (table, stage split, simulated bubble) and
   /// data plan, as `triax config --world N` prints them.

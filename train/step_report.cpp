@@ -75,8 +75,8 @@ void StepReport::record(const StepOutcome& o, const std::vector<double>& memory_
     const double tokens_per_s = interval_steps_ * tokens_per_step_ / interval_seconds_;
     const double mfu = tokens_per_s * flops_per_token_ / peak_flops_;
     const double elapsed = seconds_between(loop_start_, Clock::now());
-    const double eta = elapsed / static_cast<double>(o.step - start_step_) *
-                       static_cast<double>(total_ - o.step);
+    const double eta =
+        elapsed / static_cast<double>(o.step - start_step_) * static_cast<double>(total_ - o.step);
     record.add("tokens_per_s", tokens_per_s)
         .add("mfu", mfu)
         .add("peak_rss_mib", memory_mib)
@@ -96,16 +96,16 @@ std::string StepReport::log_line(const StepOutcome& o, const std::vector<double>
   std::string line =
       str("step ", o.step, "/", total_, " | loss ", fixed(interval_loss_ / interval_steps_, 4));
   if (o.val_loss) line += str(" | val ", fixed(*o.val_loss, 4));
-  const double peak = memory_mib.empty() ? 0 : *std::max_element(memory_mib.begin(),
-                                                                 memory_mib.end());
+  const double peak =
+      memory_mib.empty() ? 0 : *std::max_element(memory_mib.begin(), memory_mib.end());
   return line + str(" | lr ", scientific(o.lr), " | grad norm ", fixed(o.grad_norm, 3), " | ",
                     fixed(tokens_per_s, 0), " tok/s | MFU ", fixed(100 * mfu, 2), "% | peak mem ",
                     fixed(peak, 0), " MiB/rank (max) | ETA ", duration(eta));
 }
 
 GptTrainingResult StepReport::stopped(int64_t steps, int signal) {
-  log::info(str("stopping after step ", steps, " on signal ", signal,
-                "; continue with --resume latest"));
+  log::info(
+      str("stopping after step ", steps, " on signal ", signal, "; continue with --resume latest"));
   result_.steps = steps;
   result_.stopped_by_signal = signal;
   return result_;
@@ -123,10 +123,9 @@ GptTrainingResult StepReport::finish() {
   log::info(str("done: ", total_, " steps in ", fixed(result_.train_seconds, 1), " s; ",
                 fixed(result_.tokens_per_second, 0), " tokens/s and MFU ",
                 fixed(100 * result_.mfu, 2), "% after the first step; loss ",
-                fixed(result_.step_losses.front(), 4), " -> ",
-                fixed(result_.step_losses.back(), 4), ", val loss ", fixed(val_loss_, 4),
-                "; first step done ", fixed(result_.seconds_to_first_step, 2),
-                " s after start"));
+                fixed(result_.step_losses.front(), 4), " -> ", fixed(result_.step_losses.back(), 4),
+                ", val loss ", fixed(val_loss_, 4), "; first step done ",
+                fixed(result_.seconds_to_first_step, 2), " s after start"));
   return result_;
 }
 

@@ -27,8 +27,8 @@ struct StepOutcome {
   double loss = 0;   ///< mean over the global batch
   double lr = 0;
   double grad_norm = 0;
-  double seconds = 0;               ///< the step's wall time
-  std::optional<double> val_loss;   ///< on evaluation steps
+  double seconds = 0;              ///< the step's wall time
+  std::optional<double> val_loss;  ///< on evaluation steps
 };
 
 struct GptTrainingResult {

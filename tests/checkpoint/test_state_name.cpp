@@ -32,7 +32,8 @@ TEST_CASE("builders, chunk changes and the full-model form", "[checkpoint]") {
   CHECK(StateName::of_parameter(0, "head.weight").str() == "c0/head.weight");
   CHECK(StateName::of_parameter(1, "head.weight", "exp_avg").str() == "c1/head.weight@exp_avg");
   CHECK(StateName::of_rng(2, "dropout_tp_local").str() == "rng/c2/dropout_tp_local");
-  const StateName full = StateName::parse("c3/layer2.fc.bias@momentum").in_chunk(StateName::kNoChunk);
+  const StateName full =
+      StateName::parse("c3/layer2.fc.bias@momentum").in_chunk(StateName::kNoChunk);
   CHECK(full.str() == "layer2.fc.bias@momentum");
   CHECK(full.in_chunk(0).str() == "c0/layer2.fc.bias@momentum");
   CHECK(StateName::parse("layer2.fc.bias").chunk == StateName::kNoChunk);
@@ -42,6 +43,7 @@ TEST_CASE("malformed names are refused, naming them", "[checkpoint]") {
   using Catch::Contains;
   CHECK_THROWS_WITH(StateName::parse("rng/dropout_shared"), Contains("'rng/dropout_shared'"));
   CHECK_THROWS_WITH(StateName::parse("cx/head.weight"), Contains("expected c<chunk>/<parameter>"));
-  CHECK_THROWS_WITH(StateName::parse("c0/head.weight@"), Contains("expected <parameter>[@<state>]"));
+  CHECK_THROWS_WITH(StateName::parse("c0/head.weight@"),
+                    Contains("expected <parameter>[@<state>]"));
   CHECK_THROWS_WITH(StateName::parse(""), Contains("expected <parameter>"));
 }

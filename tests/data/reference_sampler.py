@@ -1,4 +1,4 @@
-"""PyTorch's own DistributedSampler, as the reference for triax's (tests/core/test_distributed_sampler.cpp).
+"""PyTorch's own DistributedSampler, as the reference for triax's (tests/data/test_distributed_sampler.cpp).
 
 Each argument is one case "n,replicas,rank,shuffle,seed,epoch,drop_last"; prints one line of
 indices per case.

@@ -5,8 +5,8 @@
 #include <set>
 #include <sstream>
 
-#include "data/distributed_sampler.h"
 #include "core/strings.h"
+#include "data/distributed_sampler.h"
 
 using triax::DistributedSampler;
 using triax::DistributedSamplerOptions;
@@ -83,7 +83,7 @@ TEST_CASE("matches PyTorch's DistributedSampler exactly", "[sampler][python]") {
       {1001, 4, 2, true, 5, 3, false}, {1001, 4, 2, true, 5, 3, true},
       {7, 2, 0, true, 0, 1, false},    {3, 5, 4, true, 9, 0, false}};
   std::ostringstream command;
-  command << python << " " << source << "/tests/core/reference_sampler.py";
+  command << python << " " << source << "/tests/data/reference_sampler.py";
   for (const auto& c : cases) {
     command << " " << c.n << "," << c.replicas << "," << c.rank << "," << c.shuffle << "," << c.seed
             << "," << c.epoch << "," << c.drop_last;

@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "data/token_file.h"
 #include "data/prepare_data.h"
+#include "data/token_file.h"
 
 using Catch::Contains;
 using namespace triax;

@@ -122,8 +122,8 @@ void compare(const Run& got, const Run& expected, const char* what) {
 
 TEST_CASE("dp = n trains to the same weights as dp = 1", "[mpi][dp]") {
   // Both gradient syncs: buckets overlapped with backward, and one all-reduce per parameter.
-  for (const auto& [micro_batch, bucketed] : {std::pair<int64_t, bool>{0, true}, {4, true},
-                                              {4, false}}) {
+  for (const auto& [micro_batch, bucketed] :
+       {std::pair<int64_t, bool>{0, true}, {4, true}, {4, false}}) {
     Config config = small_config(micro_batch);
     config.ddp.bucketed = bucketed;
     config.ddp.bucket_mb = 0.01;  // several buckets even for this MLP

@@ -66,8 +66,9 @@ TEST_CASE("plan_run refuses each invalid layout, naming the key", "[plan]") {
                     Contains("schedule.chunks_per_rank: 1 is too few for the interleaved"));
   Config bounds = gpt(1, 2);
   bounds.schedule.layer_boundaries = {4};
-  CHECK_THROWS_WITH(plan_run(bounds, 2, DataCheck::kSkip),
-                    Contains("schedule.layer_boundaries: [4] must increase strictly within (0, 4)"));
+  CHECK_THROWS_WITH(
+      plan_run(bounds, 2, DataCheck::kSkip),
+      Contains("schedule.layer_boundaries: [4] must increase strictly within (0, 4)"));
   Config microbatches = gpt(1, 2);
   microbatches.schedule.microbatches = 3;
   CHECK_THROWS_WITH(plan_run(microbatches, 2, DataCheck::kSkip),

@@ -15,7 +15,7 @@ steps=${1:-40}
 layouts=(1x1x1 2x1x1 1x2x1 1x1x2 2x2x1 2x1x2 1x2x2 2x2x2)
 [ $# -eq 0 ] || layouts=("$@")
 [ -x build/triax ] || { echo "build first: tools/setup.sh build" >&2; exit 2; }
-[ -f data/fortunes/train.tok ] || build/triax prepare-data /usr/share/games/fortunes --out data/fortunes
+[ -f runs/tokens/fortunes/train.tok ] || build/triax prepare-data /usr/share/games/fortunes --out runs/tokens/fortunes
 echo "GPT h=128 L=4 heads=4 seq=64 vocab=256, global batch 32 (micro-batch 4), 1F1B, $steps steps, $(nproc) cores, $(date -u +%F)"
 printf "%-7s %5s %10s %8s %14s %13s %10s\n" layout ranks "tokens/s" MFU "first step s" "peak MiB/rank" "final loss"
 for layout in "${layouts[@]}"; do

@@ -4,9 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include "parallel/comm/counting_communicator.h"
-#include "parallel/dp/gradient_sync.h"
-#include "parallel/dp/distributed_data_parallel.h"
 #include "parallel/comm/mpi_communicator.h"
+#include "parallel/dp/distributed_data_parallel.h"
+#include "parallel/dp/gradient_sync.h"
 #include "support/tolerance.h"
 
 using namespace triax;

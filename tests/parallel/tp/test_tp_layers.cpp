@@ -3,8 +3,8 @@
 // gradients, and each rank's weight gradient against its shard of the full gradient.
 #include <catch2/catch.hpp>
 
-#include "parallel/tp/column_parallel_linear.h"
 #include "parallel/comm/mpi_communicator.h"
+#include "parallel/tp/column_parallel_linear.h"
 #include "parallel/tp/row_parallel_linear.h"
 #include "parallel/tp/tp_mappings.h"
 #include "parallel/tp/vocab_parallel_cross_entropy.h"
