@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -363,6 +365,28 @@ Config parse_tree(YAML::Node root, const std::vector<std::string>& overrides,
   return config;
 }
 
+// yaml-cpp keeps both entries of a repeated key and lookups see the first: a silent choice the
+// user never made. Refuse it, naming the key and both lines.
+void check_unique_keys(const YAML::Node& node, const std::string& path, const std::string& origin) {
+  if (node.IsSequence()) {
+    for (const auto& item : node) check_unique_keys(item, path, origin);
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, int> seen;  // key -> its line (1-based)
+  for (const auto& item : node) {
+    const std::string key = item.first.Scalar();
+    const std::string full = path.empty() ? key : path + "." + key;
+    const int line = item.first.Mark().line + 1;
+    const auto [it, fresh] = seen.emplace(key, line);
+    if (!fresh) {
+      throw ConfigError(str(origin, ":", line, ": ", full, ": the key appears twice (lines ",
+                            it->second, " and ", line, "; valid: each key once)"));
+    }
+    check_unique_keys(item.second, full, origin);
+  }
+}
+
 }  // namespace
 
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
@@ -374,14 +398,32 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
     throw ConfigError(
         str(origin, ":", e.mark.line + 1, ":", e.mark.column + 1, ": not valid YAML: ", e.msg));
   }
+  check_unique_keys(root, "", origin);
   return parse_tree(root, overrides, origin);
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw ConfigError(str(path,
+                          ": is a folder, not a configuration file (valid: a YAML file, e.g. "
+                          "configs/gpt-fortunes.yaml)"));
+  }
   std::ifstream file(path);
   if (!file) throw ConfigError(str(path, ": cannot open the configuration file"));
   std::stringstream text;
   text << file.rdbuf();
+  YAML::Node root;
+  try {
+    root = YAML::Load(text.str());
+  } catch (const YAML::Exception&) {
+    return parse_config(text.str(), overrides, path);  // reports where the YAML breaks
+  }
+  if (!root.IsDefined() || root.IsNull()) {
+    throw ConfigError(str(path,
+                          ": the configuration is empty (valid: a YAML mapping of sections: "
+                          "model, parallel, train, ...; see configs/ for examples)"));
+  }
   return parse_config(text.str(), overrides, path);
 }
 

@@ -146,8 +146,10 @@ struct CommConfig {
   /// TCP store at MASTER_ADDR:MASTER_PORT; torchrun), or "auto" (tcp under torchrun, else mpi).
   /// Default "auto".
   std::string backend = "auto";
-  /// tcp: seconds to wait for every rank to join the store and for any collective. Default 120.
-  int64_t timeout_s = 120;
+  /// Seconds any blocking wait may last (a collective, a pipeline receive, a DDP bucket, a
+  /// barrier, joining the job) before the job is ended on every rank, naming what was waited
+  /// for; the same meaning for mpi and tcp (docs/reliability.md). Default 300.
+  int64_t timeout_s = 300;
 };
 
 struct CheckpointConfig {

@@ -100,7 +100,8 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("backend", c.comm.backend, {"auto", "mpi", "tcp"},
             "collectives: mpi (mpirun, srun), tcp (Gloo over torchrun's store), auto");
     v.field("timeout_s", c.comm.timeout_s, IntRule{1, 86400},
-            "tcp: seconds to wait for ranks to join and for a collective");
+            "seconds any blocking wait (collective, pipeline receive, DDP bucket, barrier, "
+            "start-up) may last before every rank stops (mpi and tcp)");
   });
   v.section("checkpoint", [&] {
     v.field("dir", c.checkpoint.dir, {}, "checkpoint folder; empty = run.dir/checkpoints");

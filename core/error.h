@@ -1,4 +1,4 @@
-// defines: triax::Error, triax::ConfigError, TRIAX_CHECK
+// defines: triax::Error, triax::ConfigError, triax::TimeoutError, TRIAX_CHECK
 //
 // Two kinds of failure. A ConfigError is the user's to fix (bad YAML, bad layout, bad launch): its
 // message names the key, the value, the rule and what would be valid, and carries no file:line.
@@ -19,6 +19,13 @@ class Error : public std::runtime_error {
 };
 
 class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A blocking wait exceeded comm.timeout_s: a peer is stuck, stopped or gone. Its message names
+/// what was waited for (and the peer, when the operation has one).
+class TimeoutError : public Error {
  public:
   using Error::Error;
 };

@@ -5,6 +5,10 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/error.h"
+#include "core/flight_recorder.h"
+#include "core/strings.h"
+
 namespace triax {
 
 void fault_point(const char* name, int64_t step) {
@@ -16,6 +20,31 @@ void fault_point(const char* name, int64_t step) {
                static_cast<long long>(step));
   std::fflush(stderr);
   std::raise(SIGKILL);
+}
+
+bool fault_due(const char* kind) {
+  static bool fired = false;
+  const char* spec = std::getenv("TRIAX_FAULT");
+  if (spec == nullptr || fired) return false;
+  const std::vector<std::string> parts = split(spec, ':');
+  if (parts.size() != 3 || parts[0] != kind) return false;
+  if (std::atoi(parts[1].c_str()) != flight::rank() ||
+      std::atoll(parts[2].c_str()) != flight::step()) {
+    return false;
+  }
+  fired = true;
+  std::fprintf(stderr, "[rank %d] fault injection: %s at step %lld (TRIAX_FAULT)\n", flight::rank(),
+               kind, static_cast<long long>(flight::step()));
+  std::fflush(stderr);
+  return true;
+}
+
+void inject_step_fault() {
+  if (std::getenv("TRIAX_FAULT") == nullptr) return;
+  if (fault_due("stop")) std::raise(SIGSTOP);
+  if (fault_due("kill")) std::raise(SIGKILL);
+  if (fault_due("exit")) std::_Exit(3);
+  if (fault_due("error")) throw Error(str("injected error on rank ", flight::rank()));
 }
 
 }  // namespace triax

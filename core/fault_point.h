@@ -1,9 +1,18 @@
-// defines: triax::fault_point
+// defines: triax::fault_point, triax::fault_due, triax::inject_step_fault
 //
-// Fault injection for crash tests: `TRIAX_KILL_AT=NAME:STEP` makes the process SIGKILL itself
-// when it reaches fault point NAME at STEP, as kill -9 or a node failure would at exactly that
-// moment. Unset (always, outside tests), a fault point is one getenv. Used to prove that a save
-// interrupted between any two of its writes leaves the previous checkpoint loadable.
+// Note [Fault injection]: faults on purpose, for tests; unset (always, outside tests) each check
+// is one getenv.
+//  - `TRIAX_KILL_AT=NAME:STEP` makes the process SIGKILL itself when it reaches fault point NAME
+//    at STEP, as kill -9 or a node failure would at exactly that moment (used to prove that a
+//    save interrupted between any two of its writes leaves the previous checkpoint loadable).
+//  - `TRIAX_FAULT=KIND:RANK:STEP` makes world rank RANK misbehave at optimizer step STEP:
+//      stop             raise SIGSTOP before the step (a stalled node, a debugger)
+//      kill             raise SIGKILL before the step (a crashed process)
+//      exit             exit(3) before the step without a word
+//      error            throw an error before the step (a bug on one rank)
+//      skip-send        drop the step's first pipeline send (a lost message)
+//      skip-collective  leave out the step's stop-signal agreement (a collective one rank skips)
+//    The rank and step come from the flight recorder (flight::set_rank / set_step).
 #pragma once
 
 #include <cstdint>
@@ -11,5 +20,11 @@
 namespace triax {
 
 void fault_point(const char* name, int64_t step);
+
+/// True once, when TRIAX_FAULT names `kind` for this rank and the current step.
+bool fault_due(const char* kind);
+
+/// Acts out stop, kill, exit or error when due (called at the start of each step).
+void inject_step_fault();
 
 }  // namespace triax

@@ -17,6 +17,19 @@ int color_of(const RankGroups& groups, int rank) {
   return -1;
 }
 
+// Splits `world` into `groups` and names this rank's group (for flight records and timeouts).
+std::unique_ptr<Communicator> split_named(Communicator& world, const RankGroups& groups,
+                                          const char* name) {
+  const int color = color_of(groups, world.rank());
+  std::unique_ptr<Communicator> group = world.split(color, world.rank());
+  if (group) {
+    std::vector<int> members = groups[static_cast<size_t>(color)];
+    std::sort(members.begin(), members.end());  // split key = global rank
+    group->set_label(name, members);
+  }
+  return group;
+}
+
 }  // namespace
 
 ParallelContext::ParallelContext(std::shared_ptr<Communicator> world, ParallelLayout layout)
@@ -24,15 +37,17 @@ ParallelContext::ParallelContext(std::shared_ptr<Communicator> world, ParallelLa
   TRIAX_CHECK(world_ != nullptr, "ParallelContext needs a world communicator");
   TRIAX_CHECK(world_->size() == layout_.world_size(), "the world communicator has ", world_->size(),
               " ranks but the layout is for ", layout_.world_size());
-  const int r = world_->rank();
-  coord_ = layout_.coord_of(r);
+  coord_ = layout_.coord_of(world_->rank());
   // Key = global rank: within every group, ranks ascend with the group's own coordinate, so the
   // sub-communicator's rank equals this rank's coordinate on that axis.
-  tp_ = world_->split(color_of(layout_.groups(Axis::kTp), r), r);
-  dp_ = world_->split(color_of(layout_.groups(Axis::kDp), r), r);
-  pp_ = world_->split(color_of(layout_.groups(Axis::kPp), r), r);
-  model_parallel_ = world_->split(color_of(layout_.model_parallel_groups(), r), r);
-  embedding_ = world_->split(color_of(layout_.embedding_groups(), r), r);
+  std::vector<int> everyone(static_cast<size_t>(world_->size()));
+  for (int k = 0; k < world_->size(); ++k) everyone[static_cast<size_t>(k)] = k;
+  world_->set_label("world", everyone);
+  tp_ = split_named(*world_, layout_.groups(Axis::kTp), "tp");
+  dp_ = split_named(*world_, layout_.groups(Axis::kDp), "dp");
+  pp_ = split_named(*world_, layout_.groups(Axis::kPp), "pp");
+  model_parallel_ = split_named(*world_, layout_.model_parallel_groups(), "model-parallel");
+  embedding_ = split_named(*world_, layout_.embedding_groups(), "embedding");
   TRIAX_CHECK(tp_->rank() == coord_.tp && dp_->rank() == coord_.dp && pp_->rank() == coord_.pp,
               "sub-communicator ranks disagree with the layout");
 }

@@ -1,5 +1,8 @@
 #include "schedules/pipeline_executor.h"
 
+#include "core/fault_point.h"
+#include "core/flight_recorder.h"
+
 #include <chrono>
 #include <map>
 
@@ -15,6 +18,25 @@ struct Slot {            // one (chunk, micro-batch) between its forward and its
   torch::Tensor output;  // forward output, or the scaled loss on the last stage
   torch::Tensor grad;    // gradient received for `output`
 };
+
+// What a flight record and a timeout call the action at stage `s`.
+std::string action_label(ActionKind kind, int s) {
+  switch (kind) {
+    case ActionKind::kRecvActivation:
+      return str("forward activation, stage ", s, " <- stage ", s - 1);
+    case ActionKind::kSendActivation:
+      return str("forward activation, stage ", s, " -> stage ", s + 1);
+    case ActionKind::kRecvGrad:
+      return str("activation gradient, stage ", s, " <- stage ", s + 1);
+    case ActionKind::kSendGrad:
+      return str("activation gradient, stage ", s, " -> stage ", s - 1);
+    case ActionKind::kForward:
+      return str("forward, stage ", s);
+    case ActionKind::kBackward:
+      return str("backward, stage ", s);
+  }
+  return "pipeline action";
+}
 
 int message_tag(int receiving_stage, int microbatch, int microbatches, bool gradient) {
   return (receiving_stage * microbatches + microbatch) * 2 + (gradient ? 1 : 0);
@@ -59,6 +81,8 @@ double PipelineExecutor::run(const Schedule& schedule, const StageFunctions& sta
     const double start = tracing_ ? now_us() : 0;
     const int s = schedule.stage_of(rank, a.chunk);
     Slot& slot = slots[{a.chunk, a.microbatch}];
+    flight::set_microbatch(a.microbatch);
+    const flight::Label label(action_label(a.kind, s));
     switch (a.kind) {
       case ActionKind::kRecvActivation: {
         torch::Tensor buffer = torch::empty(shape_, dtype_);
@@ -79,6 +103,7 @@ double PipelineExecutor::run(const Schedule& schedule, const StageFunctions& sta
         break;
       }
       case ActionKind::kSendActivation: {
+        if (fault_due("skip-send")) break;  // a test's dropped message (Note [Fault injection])
         torch::Tensor payload = slot.output.detach().contiguous();
         sends.emplace_back(
             pp_.isend(payload, a.peer,
@@ -107,6 +132,10 @@ double PipelineExecutor::run(const Schedule& schedule, const StageFunctions& sta
         break;
       }
       case ActionKind::kSendGrad: {
+        if (fault_due("skip-send")) {  // a test's dropped message (Note [Fault injection])
+          slots.erase({a.chunk, a.microbatch});
+          break;
+        }
         torch::Tensor payload = slot.input.grad().contiguous();
         sends.emplace_back(pp_.isend(payload, a.peer,
                                      message_tag(s - 1, a.microbatch, schedule.microbatches, true)),
@@ -120,6 +149,8 @@ double PipelineExecutor::run(const Schedule& schedule, const StageFunctions& sta
       peak_bytes_ = std::max(peak_bytes_, heap_bytes_in_use() - heap_at_start);
     }
   }
+  flight::set_microbatch(-1);
+  const flight::Label label("pipeline sends of the step");
   for (auto& send : sends) send.first->wait();
 
   // The loss lives on the last pipeline rank; every rank reports it.

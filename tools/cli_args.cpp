@@ -7,8 +7,8 @@
 namespace triax {
 namespace {
 
-const std::vector<std::string> kCommands = {"train",  "config", "prepare-data", "plot",   "reshard",
-                                            "export", "import", "help",         "version"};
+const std::vector<std::string> kCommands = {"train",   "config", "prepare-data", "plot", "flight",
+                                            "reshard", "export", "import",       "help", "version"};
 const std::vector<std::string> kOptions = {"--set",    "--world",    "--describe",     "--markdown",
                                            "--out",    "--help",     "--val-fraction", "--resume",
                                            "--tensor", "--pipeline", "--chunks"};
@@ -50,6 +50,8 @@ std::string usage() {
          "                                        turn text files (or folders of them) into the\n"
          "                                        byte-level token files DIR/train.tok, val.tok\n"
          "  plot RUN_DIR [--out PNG]              draw RUN_DIR/metrics.jsonl's loss curves\n"
+         "  flight RUN_DIR                        after a timeout or failure: which rank is\n"
+         "                                        behind and where the job is stuck\n"
          "  reshard SRC --tensor T --pipeline P [--chunks V] --out DST\n"
          "                                        rewrite a checkpoint for another tp/pp layout\n"
          "  export SRC --out FILE.safetensors     the whole model in one file (full names)\n"
@@ -144,8 +146,9 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
   if (args.command == "export" && (args.inputs.size() != 1 || args.out.empty())) {
     throw ConfigError("triax export needs SRC_CHECKPOINT --out FULL_MODEL.safetensors");
   }
-  if (args.command == "plot" && args.inputs.size() != 1) {
-    throw ConfigError("triax plot needs one RUN_DIR (the run.dir of a training run)");
+  if ((args.command == "plot" || args.command == "flight") && args.inputs.size() != 1) {
+    throw ConfigError(
+        str("triax ", args.command, " needs one RUN_DIR (the run.dir of a training run)"));
   }
   return args;
 }

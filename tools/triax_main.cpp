@@ -7,6 +7,7 @@
 // (World::abort), because its peers may be blocked in a collective it will never join.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -17,16 +18,20 @@
 #include "checkpoint/location.h"
 #include "checkpoint/resume.h"
 #include "core/config.h"
+#include "core/death_watch.h"
 #include "core/error.h"
+#include "core/flight_recorder.h"
 #include "core/launch_env.h"
 #include "core/log.h"
 #include "data/prepare_data.h"
+#include "parallel/comm/gather_text.h"
 #include "parallel/comm/world.h"
 #include "parallel/parallel_context.h"
 #include "tools/cli_args.h"
 #include "tools/version.h"
 #include "train/gpt_training.h"
 #include "train/mlp_trainer.h"
+#include "train/output_check.h"
 #include "train/run_plan.h"
 #include "train/stop_signal.h"
 
@@ -93,6 +98,15 @@ int run_plot(const CliArgs& args) {
   throw Error(str("cannot run /usr/bin/python3 ", script, " (apt-get install python3-matplotlib)"));
 }
 
+// `triax flight RUN_DIR`: the analysis of every rank's flight record (tools/flight_report.py).
+int run_flight(const CliArgs& args) {
+  const std::string script = std::string(kTriaxSourceDir) + "/tools/flight_report.py";
+  std::fflush(stdout);
+  ::execl("/usr/bin/python3", "python3", script.c_str(), args.inputs[0].c_str(),
+          static_cast<char*>(nullptr));
+  throw Error(str("cannot run /usr/bin/python3 ", script, " (apt-get install python3)"));
+}
+
 int run_convert(const CliArgs& args) {
   const std::string& source = args.inputs[0];
   if (args.command == "import") {
@@ -133,7 +147,6 @@ void train(const RunPlan& plan, ParallelContext& context, const LaunchEnv& launc
            const std::optional<Manifest>& checkpoint) {
   switch (plan.model) {
     case ModelKind::kGpt: {
-      install_stop_signals();
       GptTraining training(plan, context, kProcessStart, launch.local_rank == 0);
       if (checkpoint) training.resume_from(*checkpoint);
       training.run();
@@ -151,8 +164,56 @@ void write_resolved_config(const Config& config, const ParallelContext& context)
   const std::string path = config.run.dir + "/config.resolved.yaml";
   std::ofstream file(path);
   file << to_yaml(config);
-  if (!file) throw Error(str(path, ": cannot write the resolved configuration (run.dir)"));
+  check_written(file, path, "the resolved configuration (run.dir)");
   log::info(str("resolved configuration written to ", path));
+}
+
+// Ends the job after an error on this rank: the message first (flushed, so the abort cannot
+// outrun it), then this rank's flight record; after a timeout the peers waiting on the same
+// stuck rank time out within moments, so they are given a grace period to report too, and
+// rank 0 prints every rank's last action from their records.
+[[noreturn]] void fail(const World& world, const std::exception& e, int code, int rank,
+                       int world_size) {
+  death_watch_done();  // this rank reports its own end
+  log::error(e.what());
+  const bool timeout = dynamic_cast<const TimeoutError*>(&e) != nullptr;
+  const std::string path = flight::dump(timeout ? "timeout" : str("error: ", e.what()));
+  if (!path.empty()) {
+    log::error(str("flight recorder written to ", path, "; all ranks': triax flight RUN_DIR"));
+  }
+  if (timeout) {
+    const double grace = std::clamp(Communicator::timeout() / 4, 1.0, 10.0);
+    std::this_thread::sleep_for(std::chrono::duration<double>(rank == 0 ? grace / 2 : grace));
+    if (rank == 0 && !path.empty()) log::error(flight::summary(world_size));
+  }
+  world.abort(code);
+}
+
+// run.dir/ranks.txt: "rank host pid" per line, so a process the launcher reports dead (by PID,
+// e.g. mpirun's BAD TERMINATION box) is named as a rank; `triax flight` reads it too.
+void write_rank_table(ParallelContext& context, const Config& config) {
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  const std::vector<std::string> lines = all_gather_text(
+      context.world(), str(context.rank(), " ", host, " ", static_cast<long>(::getpid()), "\n"));
+  if (config.run.dir.empty() || context.rank() != 0) return;
+  const std::string path = config.run.dir + "/ranks.txt";
+  std::ofstream file(path);
+  for (const std::string& line : lines) file << line;
+  check_written(file, path, "the rank table (run.dir)");
+}
+
+// Where flight records go: run.dir/flight, cleared of an earlier run's records.
+void prepare_flight_dir(const Config& config, int rank, int world_size) {
+  flight::set_rank(rank, world_size);
+  if (config.run.dir.empty()) return;
+  const std::string dir = config.run.dir + "/flight";
+  flight::set_dump_dir(dir);
+  std::error_code ec;
+  std::filesystem::remove(flight::dump_path(rank), ec);
+  std::filesystem::remove(str(dir, "/ended/rank_", rank), ec);
+  if (rank == 0) std::filesystem::remove(dir + "/died.txt", ec);
+  start_death_watch(rank, dir);
 }
 
 int run_train(const CliArgs& args, int* argc, char*** argv) {
@@ -172,18 +233,24 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     const std::string resume = resolve_resume_spec(args.resume, plan->config);
     if (!resume.empty()) checkpoint = read_checkpoint(resume, plan->config);
     backend = resolve_backend(plan->config.comm.backend, launch);
+    check_outputs_writable(plan->config);
   } catch (const ConfigError& e) {
     log::error(e.what());
     return kExitUsage;
   }
   const Config& config = plan->config;
+  Communicator::set_timeout(static_cast<double>(config.comm.timeout_s));
+  prepare_flight_dir(config, launch.rank, launch.world_size);
 
   // 2. The world, and the check that it is the one the launcher announced.
   std::unique_ptr<World> world;
   try {
     world = std::make_unique<World>(backend, launch, static_cast<int>(config.comm.timeout_s), argc,
                                     argv);
+    install_stop_signals();  // again: MPI's start-up may have installed its own handlers
+    flight::install_dump_signal();
   } catch (const std::exception& e) {
+    death_watch_done();
     log::error(e.what());
     return kExitUsage;
   }
@@ -198,14 +265,14 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
                   torch::get_num_threads(), " compute thread(s) per rank"));
     log::info(plan->layout.table() + "resolved configuration:\n" + to_yaml(config));
     write_resolved_config(config, context);
+    write_rank_table(context, config);
     train(*plan, context, launch, checkpoint);
     context.world().barrier();
+    death_watch_done();
   } catch (const ConfigError& e) {
-    log::error(e.what());
-    world->abort(kExitUsage);
+    fail(*world, e, kExitUsage, launch.rank, launch.world_size);
   } catch (const std::exception& e) {
-    log::error(e.what());
-    world->abort(kExitFailure);
+    fail(*world, e, kExitFailure, launch.rank, launch.world_size);
   }
   return 0;
 }
@@ -215,6 +282,9 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
 
 int main(int argc, char** argv) {
   using namespace triax;
+  // At once: a SIGTERM/SIGUSR1 during start-up is honoured after the first step, not fatal.
+  install_stop_signals();
+  flight::install_dump_signal();
   CliArgs args;
   try {
     args = parse_cli_args(std::vector<std::string>(argv + 1, argv + argc));
@@ -229,6 +299,7 @@ int main(int argc, char** argv) {
     if (args.command == "config") return run_config(args);
     if (args.command == "prepare-data") return run_prepare_data(args);
     if (args.command == "plot") return run_plot(args);
+    if (args.command == "flight") return run_flight(args);
     if (args.command == "reshard" || args.command == "export" || args.command == "import") {
       return run_convert(args);
     }

@@ -7,6 +7,8 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/save_policy.h"
 #include "core/error.h"
+#include "core/fault_point.h"
+#include "core/flight_recorder.h"
 #include "core/log.h"
 #include "data/local_batches.h"
 #include "models/gpt_flops.h"
@@ -14,6 +16,7 @@
 #include "train/lr_schedule.h"
 #include "train/matmul_peak.h"
 #include "train/metrics_file.h"
+#include "train/output_check.h"
 #include "train/stop_signal.h"
 #include "train/text_generator.h"
 
@@ -59,6 +62,8 @@ GptTrainingResult GptTraining::run() {
                        context_.dp_rank(), train.shuffle, train.seed);
   const SavePolicy policy(plan_.config);
   for (int64_t step = start; step < total; ++step) {
+    flight::set_step(step + 1);
+    inject_step_fault();  // tests only (Note [Fault injection])
     const torch::Tensor local = batches.local(step);
     StepOutcome outcome;
     outcome.step = step + 1;
@@ -116,10 +121,12 @@ StepReport GptTraining::start_report(GptTrainer& trainer, int64_t start_step) {
                                                  : "fp32 matmul measured on all cores of each node",
                 ")"));
   std::ofstream metrics;
+  const std::string path = plan_.config.run.dir + "/metrics.jsonl";
   if (!plan_.config.run.dir.empty() && context_.rank() == 0) {
-    metrics = open_metrics_file(plan_.config.run.dir + "/metrics.jsonl", resume_ ? start_step : -1);
+    metrics = open_metrics_file(path, resume_ ? start_step : -1);
   }
-  return StepReport(plan_, start_step, peak, flops_per_token, process_start_, std::move(metrics));
+  return StepReport(plan_, start_step, peak, flops_per_token, process_start_, std::move(metrics),
+                    path);
 }
 
 double GptTraining::peak_flops() {
@@ -159,8 +166,9 @@ void GptTraining::write_trace(GptTrainer& trainer, int64_t step) {
   const PipelineTrace trace = gather_trace(context_.pp(), trainer.trace());
   if (context_.rank() != 0) return;
   const std::string& path = plan_.config.schedule.trace;
-  std::ofstream(path) << chrome_trace_json(trace,
-                                           str("triax ", trainer.schedule().name, " step ", step));
+  std::ofstream file(path);
+  file << chrome_trace_json(trace, str("triax ", trainer.schedule().name, " step ", step));
+  check_written(file, path, "the pipeline trace (schedule.trace)");
   log::info(str("pipeline trace of step ", step, " written to ", path, " (measured bubble ",
                 fixed(measured_bubble(trace), 3), "; open it in https://ui.perfetto.dev)"));
 }
@@ -196,7 +204,10 @@ std::string GptTraining::write_sample(GptTrainer& trainer) {
   log::info(str("sample (", how, ", ", sample.tokens, " bytes after the prompt):\n",
                 printable(text), "\n--- end of sample"));
   if (!plan_.config.run.dir.empty() && context_.rank() == 0) {
-    std::ofstream(plan_.config.run.dir + "/sample.txt") << text << "\n";
+    const std::string path = plan_.config.run.dir + "/sample.txt";
+    std::ofstream file(path);
+    file << text << "\n";
+    check_written(file, path, "the sample (run.dir)");
   }
   return text;
 }

@@ -8,6 +8,7 @@
 #include "core/json_line.h"
 #include "core/log.h"
 #include "core/peak_memory.h"
+#include "train/output_check.h"
 
 namespace triax {
 namespace {
@@ -39,7 +40,7 @@ std::string scientific(double value) {
 
 StepReport::StepReport(const RunPlan& plan, int64_t start_step, double peak_flops,
                        double flops_per_token, Clock::time_point process_start,
-                       std::ofstream metrics)
+                       std::ofstream metrics, std::string metrics_path)
     : plan_(plan),
       start_step_(start_step),
       total_(plan.data.total_steps),
@@ -49,6 +50,7 @@ StepReport::StepReport(const RunPlan& plan, int64_t start_step, double peak_flop
       process_start_(process_start),
       loop_start_(Clock::now()),
       metrics_(std::move(metrics)),
+      metrics_path_(std::move(metrics_path)),
       val_loss_(std::nan("")) {}
 
 bool StepReport::should_log(int64_t step) const {
@@ -88,7 +90,10 @@ void StepReport::record(const StepOutcome& o, const std::vector<double>& memory_
   } else if (o.val_loss) {
     log::info(str("step ", o.step, "/", total_, " | val ", fixed(*o.val_loss, 4)));
   }
-  if (metrics_.is_open()) metrics_ << record.str() << "\n" << std::flush;
+  if (metrics_.is_open()) {
+    metrics_ << record.str() << "\n";
+    check_written(metrics_, metrics_path_, "the metrics (run.dir)");
+  }
 }
 
 std::string StepReport::log_line(const StepOutcome& o, const std::vector<double>& memory_mib,

@@ -46,9 +46,9 @@ struct GptTrainingResult {
 class StepReport {
  public:
   using Clock = std::chrono::steady_clock;
-  /// `metrics`: rank 0's open metrics.jsonl (closed elsewhere); `peak_flops`: the job's.
+  /// `metrics`: rank 0's open `metrics_path` (others: not open); `peak_flops`: the job's.
   StepReport(const RunPlan& plan, int64_t start_step, double peak_flops, double flops_per_token,
-             Clock::time_point process_start, std::ofstream metrics);
+             Clock::time_point process_start, std::ofstream metrics, std::string metrics_path);
 
   /// Whether step `step` (1-based) prints a line (and so needs the memory figures).
   bool should_log(int64_t step) const;
@@ -68,6 +68,7 @@ class StepReport {
   double peak_flops_, flops_per_token_, tokens_per_step_;
   Clock::time_point process_start_, loop_start_;
   std::ofstream metrics_;
+  std::string metrics_path_;
   GptTrainingResult result_;
   double steady_seconds_ = 0;  // step time after the first step (warm-up excluded)
   double interval_seconds_ = 0, interval_loss_ = 0;

@@ -2,6 +2,9 @@
 
 #include <csignal>
 
+#include "core/fault_point.h"
+#include "core/flight_recorder.h"
+
 namespace triax {
 namespace {
 
@@ -23,6 +26,9 @@ int stop_signal_received() {
 }
 
 int agree_on_stop_signal(Communicator& world) {
+  // A test's missing collective (Note [Fault injection]): this rank skips the agreement.
+  if (fault_due("skip-collective")) return 0;
+  const flight::Label label("stop-signal agreement");
   // Ranks may get a stop signal at different moments (or only some of them): agree on it.
   torch::Tensor stop = torch::tensor({static_cast<double>(received)}, torch::kDouble);
   world.all_reduce(stop, ReduceOp::kMax);

@@ -1,8 +1,42 @@
 #include "parallel/comm/communicator.h"
 
 #include "core/error.h"
+#include "core/flight_recorder.h"
 
 namespace triax {
+namespace {
+double g_timeout_s = 300;
+}  // namespace
+
+void Communicator::set_timeout(double seconds) {
+  g_timeout_s = seconds;
+}
+
+double Communicator::timeout() {
+  return g_timeout_s;
+}
+
+void Communicator::set_label(const std::string& name, std::vector<int> world_ranks) {
+  label_ = str(name, " [", join(world_ranks, ","), "]");
+  world_ranks_ = std::move(world_ranks);
+}
+
+int Communicator::world_rank_of(int rank) const {
+  return rank >= 0 && rank < static_cast<int>(world_ranks_.size())
+             ? world_ranks_[static_cast<size_t>(rank)]
+             : rank;
+}
+
+uint64_t Communicator::record(const char* kind, int peer, int tag, int64_t bytes) {
+  flight::Event event;
+  event.kind = kind;
+  event.group = label_.empty() ? str("group of ", size()) : label_;
+  event.peer = peer >= 0 ? world_rank_of(peer) : -1;
+  event.tag = tag;
+  event.bytes = bytes;
+  event.seq = peer >= 0 ? -1 : collectives_++;
+  return flight::begin(event);
+}
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {

@@ -9,8 +9,10 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace triax {
 
@@ -75,11 +77,31 @@ class Communicator {
   }
   void barrier() { barrier_async()->wait(); }
 
+  /// How flight records and timeout messages name this group: "dp [0,2]" (its name and the
+  /// world ranks of its members, in group-rank order). Until set: "group of N".
+  void set_label(const std::string& name, std::vector<int> world_ranks);
+  const std::string& label() const { return label_; }
+  /// The world rank of group rank `rank` (itself until set_label).
+  int world_rank_of(int rank) const;
+
+  /// Seconds any wait on any communicator may block before it throws TimeoutError
+  /// (comm.timeout_s); process-wide, set once at start-up.
+  static void set_timeout(double seconds);
+  static double timeout();
+
  protected:
+  /// Records the start of an operation in the flight recorder. Collectives get the group's next
+  /// sequence number, point-to-point operations the peer's world rank.
+  uint64_t record(const char* kind, int peer, int tag, int64_t bytes);
   // Argument checks every backend shares, so a mistake reads the same whichever runs.
   void check_peer(int peer, const char* what) const;
   /// `big` must be [size * small.size(0), small.shape[1:]...] of `small`'s dtype.
   void check_stacked(const torch::Tensor& big, const torch::Tensor& small, const char* what) const;
+
+ private:
+  std::string label_;
+  std::vector<int> world_ranks_;
+  int64_t collectives_ = 0;
 };
 
 }  // namespace triax

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "core/error.h"
+#include "core/flight_recorder.h"
 
 namespace triax {
 
@@ -73,9 +74,26 @@ class GlooWork : public Work {
         on_complete_(std::move(on_complete)),
         keep_alive_(std::move(keep_alive)) {}
 
+  void track(uint64_t flight_id) { flight_id_ = flight_id; }
+
   void wait() override {
     if (done_) return;
-    work_->wait();  // rethrows Gloo's error (a peer gone, the timeout)
+    try {
+      work_->wait();  // rethrows Gloo's error (a peer gone, the timeout)
+    } catch (const std::exception& e) {
+      // Note [Watchdog]: the tcp backend keeps Gloo's own deadline (comm.timeout_s); its error
+      // is given the same description of the operation as the MPI backend's.
+      const std::string what = e.what();
+      const std::string op = flight_id_ != 0 ? flight::describe(flight_id_) : "an operation";
+      if (what.find("imed out") != std::string::npos || what.find("imeout") != std::string::npos) {
+        flight::set_abandoning();
+        throw TimeoutError(
+            str("waited more than comm.timeout_s = ", static_cast<int>(Communicator::timeout()),
+                " s for ", op, " (Gloo: ", what.substr(0, what.find('\n')), ")"));
+      }
+      throw Error(str(op, " failed: ", what.substr(0, what.find('\n')),
+                      " (a peer's connection closed: that rank ended or crashed)"));
+    }
     finish();
   }
   bool is_completed() override {
@@ -86,6 +104,7 @@ class GlooWork : public Work {
  private:
   void finish() {
     done_ = true;
+    if (flight_id_ != 0) flight::end(flight_id_);
     if (on_complete_) on_complete_();
     keep_alive_.clear();
   }
@@ -93,7 +112,17 @@ class GlooWork : public Work {
   std::function<void()> on_complete_;
   std::vector<torch::Tensor> keep_alive_;
   bool done_ = false;
+  uint64_t flight_id_ = 0;
 };
+
+WorkPtr traced(uint64_t flight_id, std::shared_ptr<GlooWork> work) {
+  work->track(flight_id);
+  return work;
+}
+
+int64_t bytes_of(const torch::Tensor& t) {
+  return t.numel() * static_cast<int64_t>(t.element_size());
+}
 
 // A Work that runs `finish` once `inner` has completed.
 struct Chained : Work {
@@ -200,10 +229,11 @@ WorkPtr GlooCommunicator::all_reduce_async(torch::Tensor tensor, ReduceOp op) {
   options.reduceOp = gloo_op(op);
   const int size = state_->size;
   auto work = state_->group->allreduce(tensors, options);
-  return std::make_shared<GlooWork>(work, [tensor, buffer, op, size]() mutable {
-    if (op == ReduceOp::kAvg) buffer.div_(size);
-    if (!buffer.is_same(tensor)) tensor.copy_(buffer);
-  });
+  return traced(record("all-reduce", -1, -1, bytes_of(tensor)),
+                std::make_shared<GlooWork>(work, [tensor, buffer, op, size]() mutable {
+                  if (op == ReduceOp::kAvg) buffer.div_(size);
+                  if (!buffer.is_same(tensor)) tensor.copy_(buffer);
+                }));
 }
 
 WorkPtr GlooCommunicator::all_gather_async(torch::Tensor output, torch::Tensor input) {
@@ -215,9 +245,10 @@ WorkPtr GlooCommunicator::all_gather_async(torch::Tensor output, torch::Tensor i
   for (int r = 0; r < state_->size; ++r) outputs[0].push_back(out.narrow(0, r * chunk, chunk));
   std::vector<torch::Tensor> inputs{in};
   auto work = state_->group->allgather(outputs, inputs);
-  return std::make_shared<GlooWork>(
-      work, [output, out]() mutable { output.copy_(back(out, output)); },
-      std::vector<torch::Tensor>{in});
+  return traced(record("all-gather", -1, -1, bytes_of(output)),
+                std::make_shared<GlooWork>(
+                    work, [output, out]() mutable { output.copy_(back(out, output)); },
+                    std::vector<torch::Tensor>{in}));
 }
 
 WorkPtr GlooCommunicator::reduce_scatter_async(torch::Tensor output, torch::Tensor input,
@@ -243,10 +274,11 @@ WorkPtr GlooCommunicator::broadcast_async(torch::Tensor tensor, int root) {
   c10d::BroadcastOptions options;
   options.rootRank = root;
   auto work = state_->group->broadcast(tensors, options);
-  return std::make_shared<GlooWork>(work, [tensor, buffer]() mutable {
-    const torch::Tensor result = back(buffer, tensor);
-    if (!result.is_same(tensor)) tensor.copy_(result);
-  });
+  return traced(record("broadcast", -1, -1, bytes_of(tensor)),
+                std::make_shared<GlooWork>(work, [tensor, buffer]() mutable {
+                  const torch::Tensor result = back(buffer, tensor);
+                  if (!result.is_same(tensor)) tensor.copy_(result);
+                }));
 }
 
 WorkPtr GlooCommunicator::isend(torch::Tensor tensor, int dst, int tag) {
@@ -254,7 +286,8 @@ WorkPtr GlooCommunicator::isend(torch::Tensor tensor, int dst, int tag) {
   torch::Tensor buffer = transport_buffer(tensor);
   std::vector<torch::Tensor> tensors{buffer};
   auto work = state_->group->send(tensors, dst, tag);
-  return std::make_shared<GlooWork>(work, nullptr, std::vector<torch::Tensor>{buffer});
+  return traced(record("send", dst, tag, bytes_of(tensor)),
+                std::make_shared<GlooWork>(work, nullptr, std::vector<torch::Tensor>{buffer}));
 }
 
 WorkPtr GlooCommunicator::irecv(torch::Tensor tensor, int src, int tag) {
@@ -262,15 +295,17 @@ WorkPtr GlooCommunicator::irecv(torch::Tensor tensor, int src, int tag) {
   torch::Tensor buffer = transport_buffer(tensor);
   std::vector<torch::Tensor> tensors{buffer};
   auto work = state_->group->recv(tensors, src, tag);
-  return std::make_shared<GlooWork>(work, [tensor, buffer]() mutable {
-    const torch::Tensor result = back(buffer, tensor);
-    if (!result.is_same(tensor)) tensor.copy_(result);
-  });
+  return traced(record("recv", src, tag, bytes_of(tensor)),
+                std::make_shared<GlooWork>(work, [tensor, buffer]() mutable {
+                  const torch::Tensor result = back(buffer, tensor);
+                  if (!result.is_same(tensor)) tensor.copy_(result);
+                }));
 }
 
 WorkPtr GlooCommunicator::barrier_async() {
   if (state_->size == 1) return std::make_shared<DoneWork>();
-  return std::make_shared<GlooWork>(state_->group->barrier(), nullptr);
+  return traced(record("barrier", -1, -1, 0),
+                std::make_shared<GlooWork>(state_->group->barrier(), nullptr));
 }
 
 std::unique_ptr<Communicator> GlooCommunicator::split(int color, int key) {

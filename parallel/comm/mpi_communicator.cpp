@@ -2,11 +2,13 @@
 
 #include <sched.h>
 
+#include <chrono>
 #include <climits>
 #include <functional>
 #include <vector>
 
 #include "core/error.h"
+#include "core/flight_recorder.h"
 #include "parallel/comm/mpi_check.h"
 
 namespace triax {
@@ -91,15 +93,36 @@ class MpiWork : public Work {
       : requests_(std::move(requests)), finish_(std::move(finish)) {}
 
   ~MpiWork() override {
-    // MPI may still be writing into buffers this object keeps alive.
+    // MPI may still be writing into buffers this object keeps alive; after a timeout the job is
+    // ending and a pending operation will never complete, so it is abandoned instead.
+    if (flight::abandoning()) return;
     try {
       wait();
     } catch (...) {
     }
   }
 
+  void track(uint64_t flight_id) { flight_id_ = flight_id; }
+
+  // Note [Oversubscribed progress]: poll with sched_yield. Note [Watchdog]: a wait longer than
+  // comm.timeout_s throws TimeoutError naming the operation; polling also serves SIGUSR2 dumps.
   void wait() override {
-    while (!poll()) sched_yield();  // Note [Oversubscribed progress]
+    if (poll()) return;
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now();
+    const auto limit = std::chrono::duration<double>(Communicator::timeout());
+    for (uint64_t spins = 1; !poll(); ++spins) {
+      sched_yield();
+      if (spins % 256 != 0) continue;
+      flight::poll_dump_request();
+      const std::chrono::duration<double> waited = Clock::now() - start;
+      if (waited > limit) {
+        flight::set_abandoning();
+        throw TimeoutError(str("waited ", static_cast<int>(waited.count()),
+                               " s (comm.timeout_s = ", static_cast<int>(limit.count()), ") for ",
+                               flight::describe(flight_id_)));
+      }
+    }
   }
   bool is_completed() override { return poll(); }
 
@@ -113,6 +136,7 @@ class MpiWork : public Work {
       if (!flag) return false;
     }
     done_ = true;
+    if (flight_id_ != 0) flight::end(flight_id_);
     if (finish_) finish_();
     finish_ = nullptr;  // releases the tensors it held
     return true;
@@ -121,7 +145,17 @@ class MpiWork : public Work {
   std::vector<MPI_Request> requests_;
   std::function<void()> finish_;
   bool done_ = false;
+  uint64_t flight_id_ = 0;
 };
+
+WorkPtr tracked(std::shared_ptr<MpiWork> work, uint64_t flight_id) {
+  work->track(flight_id);
+  return work;
+}
+
+int64_t bytes_of(const torch::Tensor& t) {
+  return t.numel() * static_cast<int64_t>(t.element_size());
+}
 
 // After a reduction into `buffer`: average if asked, and copy back when `buffer` is a copy.
 std::function<void()> finish_reduce(torch::Tensor buffer, torch::Tensor target, ReduceOp op,
@@ -136,8 +170,8 @@ std::function<void()> finish_reduce(torch::Tensor buffer, torch::Tensor target, 
 // the contiguous `buffer`, and runs `finish` when all chunks are complete. The chunks of one
 // point-to-point message keep their order: MPI does not overtake on the same (peer, tag, comm).
 using PostChunk = std::function<void(void*, int, MPI_Datatype, MPI_Request*)>;
-WorkPtr post_chunked(const torch::Tensor& buffer, const PostChunk& post,
-                     std::function<void()> finish) {
+std::shared_ptr<MpiWork> post_chunked(const torch::Tensor& buffer, const PostChunk& post,
+                                      std::function<void()> finish) {
   const MPI_Datatype type = mpi_type(buffer.scalar_type());
   std::vector<MPI_Request> requests;
   for (int64_t offset = 0; offset < buffer.numel(); offset += kMaxChunk) {
@@ -185,13 +219,15 @@ WorkPtr MpiCommunicator::all_reduce_async(torch::Tensor tensor, ReduceOp op) {
   check_cpu(tensor, "all_reduce");
   check_reducible(tensor, op, "all_reduce");
   torch::Tensor buffer = reduce_buffer(tensor);
-  return post_chunked(
-      buffer,
-      [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
-        TRIAX_MPI_CHECK(
-            MPI_Iallreduce(MPI_IN_PLACE, data, count, type, mpi_op(op), comm_, request));
-      },
-      finish_reduce(buffer, tensor, op, size_));
+  const uint64_t id = record("all-reduce", -1, -1, bytes_of(tensor));
+  return tracked(post_chunked(
+                     buffer,
+                     [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
+                       TRIAX_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, count, type, mpi_op(op),
+                                                      comm_, request));
+                     },
+                     finish_reduce(buffer, tensor, op, size_)),
+                 id);
 }
 
 WorkPtr MpiCommunicator::all_gather_async(torch::Tensor output, torch::Tensor input) {
@@ -203,10 +239,12 @@ WorkPtr MpiCommunicator::all_gather_async(torch::Tensor output, torch::Tensor in
   const MPI_Datatype type = mpi_type(send.scalar_type());
   const int count = as_count(send.numel(), "all_gather");
   std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+  const uint64_t id = record("all-gather", -1, -1, bytes_of(output));
   TRIAX_MPI_CHECK(MPI_Iallgather(send.data_ptr(), count, type, recv.data_ptr(), count, type, comm_,
                                  &requests[0]));
   auto finish = copy_back(recv, output);
-  return std::make_shared<MpiWork>(std::move(requests), [send, finish]() { finish(); });
+  return tracked(std::make_shared<MpiWork>(std::move(requests), [send, finish]() { finish(); }),
+                 id);
 }
 
 WorkPtr MpiCommunicator::reduce_scatter_async(torch::Tensor output, torch::Tensor input,
@@ -220,52 +258,61 @@ WorkPtr MpiCommunicator::reduce_scatter_async(torch::Tensor output, torch::Tenso
   const MPI_Datatype type = mpi_type(send.scalar_type());
   const int count = as_count(recv.numel(), "reduce_scatter");
   std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+  const uint64_t id = record("reduce-scatter", -1, -1, bytes_of(input));
   TRIAX_MPI_CHECK(MPI_Ireduce_scatter_block(send.data_ptr(), recv.data_ptr(), count, type,
                                             mpi_op(op), comm_, &requests[0]));
   auto finish = finish_reduce(recv, output, op, size_);
-  return std::make_shared<MpiWork>(std::move(requests), [send, finish]() { finish(); });
+  return tracked(std::make_shared<MpiWork>(std::move(requests), [send, finish]() { finish(); }),
+                 id);
 }
 
 WorkPtr MpiCommunicator::broadcast_async(torch::Tensor tensor, int root) {
   check_cpu(tensor, "broadcast");
   check_peer(root, "broadcast");
   torch::Tensor buffer = tensor.contiguous();
-  return post_chunked(
-      buffer,
-      [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
-        TRIAX_MPI_CHECK(MPI_Ibcast(data, count, type, root, comm_, request));
-      },
-      copy_back(buffer, tensor));
+  const uint64_t id = record("broadcast", -1, -1, bytes_of(tensor));
+  return tracked(post_chunked(
+                     buffer,
+                     [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
+                       TRIAX_MPI_CHECK(MPI_Ibcast(data, count, type, root, comm_, request));
+                     },
+                     copy_back(buffer, tensor)),
+                 id);
 }
 
 WorkPtr MpiCommunicator::isend(torch::Tensor tensor, int dst, int tag) {
   check_cpu(tensor, "isend");
   check_peer(dst, "isend");
   torch::Tensor buffer = tensor.contiguous();
-  return post_chunked(
-      buffer,
-      [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
-        TRIAX_MPI_CHECK(MPI_Isend(data, count, type, dst, tag, comm_, request));
-      },
-      [buffer]() {});  // keeps the buffer alive until the send completes
+  const uint64_t id = record("send", dst, tag, bytes_of(tensor));
+  return tracked(post_chunked(
+                     buffer,
+                     [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
+                       TRIAX_MPI_CHECK(MPI_Isend(data, count, type, dst, tag, comm_, request));
+                     },
+                     [buffer]() {}),  // keeps the buffer alive until the send completes
+                 id);
 }
 
 WorkPtr MpiCommunicator::irecv(torch::Tensor tensor, int src, int tag) {
   check_cpu(tensor, "irecv");
   check_peer(src, "irecv");
   torch::Tensor buffer = tensor.contiguous();
-  return post_chunked(
-      buffer,
-      [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
-        TRIAX_MPI_CHECK(MPI_Irecv(data, count, type, src, tag, comm_, request));
-      },
-      copy_back(buffer, tensor));
+  const uint64_t id = record("recv", src, tag, bytes_of(tensor));
+  return tracked(post_chunked(
+                     buffer,
+                     [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
+                       TRIAX_MPI_CHECK(MPI_Irecv(data, count, type, src, tag, comm_, request));
+                     },
+                     copy_back(buffer, tensor)),
+                 id);
 }
 
 WorkPtr MpiCommunicator::barrier_async() {
   std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+  const uint64_t id = record("barrier", -1, -1, 0);
   TRIAX_MPI_CHECK(MPI_Ibarrier(comm_, &requests[0]));
-  return std::make_shared<MpiWork>(std::move(requests), nullptr);
+  return tracked(std::make_shared<MpiWork>(std::move(requests), nullptr), id);
 }
 
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {

@@ -1,7 +1,9 @@
 #include "parallel/comm/world.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "parallel/comm/gloo_communicator.h"
 #include "parallel/comm/mpi_communicator.h"
@@ -26,9 +28,12 @@ World::World(const std::string& backend, const LaunchEnv& launch, int timeout_s,
 }
 
 void World::abort(int code) const {
-  if (mpi_) MpiRuntime::abort(code);
   std::fflush(stdout);
   std::fflush(stderr);
+  // The launcher forwards each rank's output through a pipe; tearing the job down at once can
+  // outrun this rank's last lines (its error message). A moment lets them through.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (mpi_) MpiRuntime::abort(code);
   std::_Exit(code);
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "core/flight_recorder.h"
 
 namespace triax {
 
@@ -112,6 +113,7 @@ void DistributedDataParallel::mark_final(size_t index) {
 }
 
 void DistributedDataParallel::launch(Bucket& bucket) {
+  const flight::Label label(str("DDP bucket ", &bucket - buckets_.data(), " of ", buckets_.size()));
   bucket.work = dp_.size() > 1 ? dp_.all_reduce_async(bucket.buffer, ReduceOp::kAvg) : nullptr;
 }
 

@@ -1,0 +1,65 @@
+#include "core/death_watch.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace triax {
+namespace {
+
+int g_pipe = -1;
+
+// Blocks until the rank writes "d" (done) or its end of the pipe closes (it died); on a death
+// records the time, gives the other ranks' watchers 2 s, and names the rank that ended first.
+const char* kScript = R"sh(
+b=$(head -c1)
+[ "$b" = d ] && exit 0
+t=$(date +%s.%N)
+mkdir -p "$1/ended" && echo "$t" > "$1/ended/rank_$2"
+sleep 2
+first=$(for f in "$1"/ended/rank_*; do echo "$(cat "$f") ${f##*_}"; done | sort -n | head -1)
+[ "${first#* }" = "$2" ] || exit 0
+echo "rank $2 (pid $3 on $(hostname)) ended first, without a word, at $t (Unix time); the launcher ended the other ranks after it" > "$1/died.txt"
+)sh";
+
+}  // namespace
+
+void start_death_watch(int rank, const std::string& flight_dir) {
+  if (flight_dir.empty() || g_pipe >= 0) return;
+  int fds[2];
+  if (::pipe(fds) != 0) return;  // best effort: the watcher is a diagnostic
+  const std::string rank_text = std::to_string(rank);
+  const std::string pid_text = std::to_string(::getpid());
+  const pid_t child = ::fork();
+  if (child < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return;
+  }
+  if (child == 0) {
+    // Only async-signal-safe calls until exec: this process may have threads.
+    ::setsid();  // out of the job's process group: the launcher's cleanup does not kill it
+    ::dup2(fds[0], 0);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    for (int fd = 3; fd < 1024; ++fd) ::close(fd);  // nothing of the job (PMI socket, pipes)
+    ::execl("/bin/sh", "sh", "-c", kScript, "triax-death-watch", flight_dir.c_str(),
+            rank_text.c_str(), pid_text.c_str(), static_cast<char*>(nullptr));
+    ::_exit(0);
+  }
+  ::close(fds[0]);
+  ::fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+  g_pipe = fds[1];
+}
+
+void death_watch_done() {
+  if (g_pipe < 0) return;
+  const char done = 'd';
+  [[maybe_unused]] const ssize_t n = ::write(g_pipe, &done, 1);
+  ::close(g_pipe);
+  g_pipe = -1;
+}
+
+}  // namespace triax
