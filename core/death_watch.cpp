@@ -1,6 +1,7 @@
 #include "core/death_watch.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <string>
@@ -12,7 +13,10 @@ int g_pipe = -1;
 
 // Blocks until the rank writes "d" (done) or its end of the pipe closes (it died); on a death
 // records the time, gives the other ranks' watchers 2 s, and names the rank that ended first.
+// It ignores the signals a launcher forwards to the job's processes (Slurm signals every process
+// of a step, not only the ranks): only the pipe decides.
 const char* kScript = R"sh(
+trap '' TERM USR1 USR2 INT HUP
 b=$(head -c1)
 [ "$b" = d ] && exit 0
 t=$(date +%s.%N)
@@ -56,9 +60,15 @@ void start_death_watch(int rank, const std::string& flight_dir) {
 
 void death_watch_done() {
   if (g_pipe < 0) return;
+  // A watcher that is gone anyway must not take this rank with it (SIGPIPE).
+  struct sigaction ignore {
+  }, previous{};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &previous);
   const char done = 'd';
   [[maybe_unused]] const ssize_t n = ::write(g_pipe, &done, 1);
   ::close(g_pipe);
+  ::sigaction(SIGPIPE, &previous, nullptr);
   g_pipe = -1;
 }
 

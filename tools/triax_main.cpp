@@ -5,6 +5,7 @@
 // rank, so a mistake prints one clear message per rank and exits 2 before any communicator
 // exists — no hang, no stack trace. After the world is up, an error on one rank ends the job
 // (World::abort), because its peers may be blocked in a collective it will never join.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "checkpoint/convert.h"
@@ -172,19 +174,49 @@ void write_resolved_config(const Config& config, const ParallelContext& context)
 // outrun it), then this rank's flight record; after a timeout the peers waiting on the same
 // stuck rank time out within moments, so they are given a grace period to report too, and
 // rank 0 prints every rank's last action from their records.
+// "rank host pid" of every rank, gathered at start (write_rank_table).
+std::vector<std::string> g_rank_table;
+
+// Under torchrun a stopped rank ignores the agent's SIGTERM and holds the job for the agent's
+// 30 s kill delay; a rank that timed out waiting for it ends it instead (same host only), once
+// the grace period shows it wrote no flight record.
+void kill_silent_local_ranks(int rank) {
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  for (const std::string& line : g_rank_table) {
+    std::istringstream fields(line);
+    int r = -1;
+    std::string where;
+    long pid = 0;
+    fields >> r >> where >> pid;
+    if (r == rank || where != host || pid <= 0) continue;
+    if (std::filesystem::exists(flight::dump_path(r))) continue;
+    if (::kill(static_cast<pid_t>(pid), SIGKILL) == 0) {
+      log::error(str("rank ", r, " (pid ", pid, ") did not answer within comm.timeout_s and ",
+                     "wrote no flight record: killed it so that the job ends"));
+    }
+  }
+}
+
 [[noreturn]] void fail(const World& world, const std::exception& e, int code, int rank,
                        int world_size) {
   death_watch_done();  // this rank reports its own end
   log::error(e.what());
   const bool timeout = dynamic_cast<const TimeoutError*>(&e) != nullptr;
-  const std::string path = flight::dump(timeout ? "timeout" : str("error: ", e.what()));
-  if (!path.empty()) {
-    log::error(str("flight recorder written to ", path, "; all ranks': triax flight RUN_DIR"));
+  std::string path;
+  try {  // nothing may stop the abort: a full disk that failed the run fails this write too
+    path = flight::dump(timeout ? "timeout" : str("error: ", e.what()));
+    if (!path.empty()) {
+      log::error(str("flight recorder written to ", path, "; all ranks': triax flight RUN_DIR"));
+    }
+  } catch (const std::exception& dump_error) {
+    log::error(str("flight recorder not written: ", dump_error.what()));
   }
   if (timeout) {
     const double grace = std::clamp(Communicator::timeout() / 4, 1.0, 10.0);
     std::this_thread::sleep_for(std::chrono::duration<double>(rank == 0 ? grace / 2 : grace));
     if (rank == 0 && !path.empty()) log::error(flight::summary(world_size));
+    if (world.backend() == "tcp" && !path.empty()) kill_silent_local_ranks(rank);
   }
   world.abort(code);
 }
@@ -196,6 +228,7 @@ void write_rank_table(ParallelContext& context, const Config& config) {
   ::gethostname(host, sizeof(host) - 1);
   const std::vector<std::string> lines = all_gather_text(
       context.world(), str(context.rank(), " ", host, " ", static_cast<long>(::getpid()), "\n"));
+  g_rank_table = lines;
   if (config.run.dir.empty() || context.rank() != 0) return;
   const std::string path = config.run.dir + "/ranks.txt";
   std::ofstream file(path);

@@ -145,7 +145,11 @@ double GptTraining::peak_flops() {
     context_.world().barrier();
   } else {
     const WorkPtr done = context_.world().barrier_async();
-    while (!done->is_completed()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const Clock::time_point start = Clock::now();
+    while (!done->is_completed()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (seconds_since(start) > Communicator::timeout()) done->wait();  // the watchdog's error
+    }
   }
   torch::Tensor total = torch::tensor({mine}, torch::kDouble);
   context_.world().all_reduce(total, ReduceOp::kSum);
