@@ -73,24 +73,30 @@ void GptTrainer::set_learning_rate(double lr) {
   triax::set_learning_rate(*optimizer_, lr);
 }
 
-double GptTrainer::evaluate_local(const torch::Tensor& local) {
+StageFunctions GptTrainer::stage_functions(const torch::Tensor& local) {
   TRIAX_CHECK(local.dim() == 2 && local.size(0) == plan_.local_batch &&
                   local.size(1) == config_.model.seq_len + 1,
               "expected local tokens [", plan_.local_batch, ", ", config_.model.seq_len + 1,
               "], got ", local.sizes());
-  torch::NoGradGuard no_grad;
-  for (auto& chunk : chunks_) chunk->eval();
+  // Micro-batch i is rows [i*mb, (i+1)*mb): inputs are tokens[:, :-1], targets tokens[:, 1:].
   const int64_t mb = plan_.micro_batch;
   const int64_t seq = config_.model.seq_len;
   StageFunctions stage;
-  stage.forward = [&](int chunk, int i, const torch::Tensor& input) {
+  stage.forward = [this, local, mb, seq](int chunk, int i, const torch::Tensor& input) {
     Gpt& part = chunks_[static_cast<size_t>(chunk)];
     return part->run_layers(
         input.defined() ? input : part->embed(local.narrow(0, i * mb, mb).narrow(1, 0, seq)));
   };
-  stage.loss = [&](int i, const torch::Tensor& output) {
+  stage.loss = [this, local, mb, seq](int i, const torch::Tensor& output) {
     return chunks_.back()->loss_from_hidden(output, local.narrow(0, i * mb, mb).narrow(1, 1, seq));
   };
+  return stage;
+}
+
+double GptTrainer::evaluate_local(const torch::Tensor& local) {
+  torch::NoGradGuard no_grad;
+  for (auto& chunk : chunks_) chunk->eval();
+  StageFunctions stage = stage_functions(local);
   const bool tracing = executor_->tracing();
   executor_->set_tracing(false);
   const double loss = executor_->run(eval_schedule_, stage);
@@ -102,22 +108,8 @@ double GptTrainer::evaluate_local(const torch::Tensor& local) {
 }
 
 double GptTrainer::step_local(const torch::Tensor& local) {
-  TRIAX_CHECK(local.dim() == 2 && local.size(0) == plan_.local_batch &&
-                  local.size(1) == config_.model.seq_len + 1,
-              "expected local tokens [", plan_.local_batch, ", ", config_.model.seq_len + 1,
-              "], got ", local.sizes());
   for (auto& ddp : ddp_) ddp->zero_grad();
-  const int64_t mb = plan_.micro_batch;
-  const int64_t seq = config_.model.seq_len;
-  StageFunctions stage;
-  stage.forward = [&](int chunk, int i, const torch::Tensor& input) {
-    Gpt& part = chunks_[static_cast<size_t>(chunk)];
-    return part->run_layers(
-        input.defined() ? input : part->embed(local.narrow(0, i * mb, mb).narrow(1, 0, seq)));
-  };
-  stage.loss = [&](int i, const torch::Tensor& output) {
-    return chunks_.back()->loss_from_hidden(output, local.narrow(0, i * mb, mb).narrow(1, 1, seq));
-  };
+  StageFunctions stage = stage_functions(local);
   stage.before_backward = [&](int chunk, int, bool last) {
     ddp_[static_cast<size_t>(chunk)]->set_sync(last);
   };

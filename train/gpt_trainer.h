@@ -62,6 +62,9 @@ class GptTrainer {
   int64_t model_parameters() const { return model_parameters_; }
 
  private:
+  /// The executor's forward and loss over this rank's share `local` (checked).
+  StageFunctions stage_functions(const torch::Tensor& local);
+
   Config config_;
   ParallelContext& context_;
   BatchPlan plan_;
