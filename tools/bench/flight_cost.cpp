@@ -47,8 +47,9 @@ int main(int argc, char** argv) {
   const double steps = static_cast<double>(last_step - first_step);
   const double step_s = (last_start - first_start) / steps;
   const double per_step = static_cast<double>(events) / (steps + 1);
-  std::printf("rank 0 of %s: %.0f operations per step, step %.1f ms -> recorder %.4f %% of the "
-              "step (goal <= 1 %%)\n",
-              argv[1], per_step, 1e3 * step_s, 100.0 * per_step * ns * 1e-9 / step_s);
+  std::printf(
+      "rank 0 of %s: %.0f operations per step, step %.1f ms -> recorder %.4f %% of the "
+      "step (goal <= 1 %%)\n",
+      argv[1], per_step, 1e3 * step_s, 100.0 * per_step * ns * 1e-9 / step_s);
   return 0;
 }
