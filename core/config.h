@@ -69,7 +69,9 @@ struct TrainConfig {
   bool shuffle = true;
   /// Print progress every N optimizer steps (0 = only at the end). Default 100.
   int64_t log_every = 100;
-  /// Compute threads per rank; 0 = cores on this node / ranks on this node. Default 0.
+  /// Compute threads per rank; 0 = from the launcher (OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, the
+  /// CPUs the rank is bound to, else the node's CPUs / its ranks: train/thread_choice.h).
+  /// Default 0.
   int64_t threads = 0;
   /// Clip the global gradient norm to this value (0 = no clipping). Default 0.
   double clip_grad = 0.0;

@@ -44,7 +44,8 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("shuffle", c.train.shuffle, "shuffle the training set every epoch");
     v.field("log_every", c.train.log_every, kNonNegative, "print progress every N steps");
     v.field("threads", c.train.threads, IntRule{0, 1024},
-            "compute threads per rank; 0 = node cores / local ranks");
+            "compute threads per rank; 0 = from the launcher (OMP_NUM_THREADS, "
+            "SLURM_CPUS_PER_TASK, CPU binding, else node CPUs / local ranks)");
     v.field("clip_grad", c.train.clip_grad, RealRule{0.0, 1e6},
             "global gradient-norm clip; 0 = off");
     v.field("beta1", c.train.beta1, RealRule{0.0, 1.0}, "AdamW first-moment decay");

@@ -36,19 +36,13 @@
 #include "train/output_check.h"
 #include "train/run_plan.h"
 #include "train/stop_signal.h"
+#include "train/thread_choice.h"
 
 namespace triax {
 namespace {
 
 constexpr int kExitUsage = 2;
 constexpr int kExitFailure = 1;
-
-int compute_threads(const Config& config, const LaunchEnv& launch) {
-  if (config.train.threads > 0) return static_cast<int>(config.train.threads);
-  // Ranks on one node share its cores; more threads than cores only adds contention.
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::max(1, cores / std::max(1, launch.local_world_size));
-}
 
 const auto kProcessStart = std::chrono::steady_clock::now();
 
@@ -290,12 +284,16 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
 
   // 3. The job. From here on a failure on one rank must stop all of them.
   try {
-    torch::set_num_threads(compute_threads(config, launch));
+    const ThreadChoice threads = choose_threads(
+        config, launch, process_env(),
+        static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), cpus_available());
+    torch::set_num_threads(threads.threads);
     ParallelContext context(world->communicator(), plan->layout);
     log::set_prefix(context.prefix());
     log::set_is_root(context.rank() == 0);
     log::info(str("launch: ", launch.describe(), ", backend ", world->backend(), ", ",
-                  torch::get_num_threads(), " compute thread(s) per rank"));
+                  torch::get_num_threads(), " compute thread(s) per rank (", threads.source, ")"));
+    if (threads.oversubscribed && launch.local_rank == 0) log::warn(threads.warning);
     log::info(plan->layout.table() + "resolved configuration:\n" + to_yaml(config));
     write_resolved_config(config, context);
     write_rank_table(context, config);
