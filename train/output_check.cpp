@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 
-#include "checkpoint/location.h"
 #include "core/error.h"
 
 namespace triax {

@@ -93,6 +93,9 @@ class Communicator {
   /// Records the start of an operation in the flight recorder. Collectives get the group's next
   /// sequence number, point-to-point operations the peer's world rank.
   uint64_t record(const char* kind, int peer, int tag, int64_t bytes);
+  static int64_t bytes_of(const torch::Tensor& t) {
+    return t.numel() * static_cast<int64_t>(t.element_size());
+  }
   // Argument checks every backend shares, so a mistake reads the same whichever runs.
   void check_peer(int peer, const char* what) const;
   /// `big` must be [size * small.size(0), small.shape[1:]...] of `small`'s dtype.

@@ -120,9 +120,6 @@ WorkPtr traced(uint64_t flight_id, std::shared_ptr<GlooWork> work) {
   return work;
 }
 
-int64_t bytes_of(const torch::Tensor& t) {
-  return t.numel() * static_cast<int64_t>(t.element_size());
-}
 
 // A Work that runs `finish` once `inner` has completed.
 struct Chained : Work {

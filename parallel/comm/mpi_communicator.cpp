@@ -153,9 +153,6 @@ WorkPtr tracked(std::shared_ptr<MpiWork> work, uint64_t flight_id) {
   return work;
 }
 
-int64_t bytes_of(const torch::Tensor& t) {
-  return t.numel() * static_cast<int64_t>(t.element_size());
-}
 
 // After a reduction into `buffer`: average if asked, and copy back when `buffer` is a copy.
 std::function<void()> finish_reduce(torch::Tensor buffer, torch::Tensor target, ReduceOp op,

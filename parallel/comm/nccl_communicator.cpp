@@ -143,9 +143,6 @@ class NcclWork : public Work {
   bool done_ = false;
 };
 
-int64_t bytes_of(const torch::Tensor& t) {
-  return t.numel() * static_cast<int64_t>(t.element_size());
-}
 
 }  // namespace
 
