@@ -120,7 +120,6 @@ WorkPtr traced(uint64_t flight_id, std::shared_ptr<GlooWork> work) {
   return work;
 }
 
-
 // A Work that runs `finish` once `inner` has completed.
 struct Chained : Work {
   WorkPtr inner;

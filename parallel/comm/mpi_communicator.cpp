@@ -153,7 +153,6 @@ WorkPtr tracked(std::shared_ptr<MpiWork> work, uint64_t flight_id) {
   return work;
 }
 
-
 // After a reduction into `buffer`: average if asked, and copy back when `buffer` is a copy.
 std::function<void()> finish_reduce(torch::Tensor buffer, torch::Tensor target, ReduceOp op,
                                     int size) {

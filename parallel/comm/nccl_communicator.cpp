@@ -143,7 +143,6 @@ class NcclWork : public Work {
   bool done_ = false;
 };
 
-
 }  // namespace
 
 bool nccl_built() {
