@@ -166,8 +166,8 @@ std::function<void()> finish_reduce(torch::Tensor buffer, torch::Tensor target, 
 // the contiguous `buffer`, and runs `finish` when all chunks are complete. The chunks of one
 // point-to-point message keep their order: MPI does not overtake on the same (peer, tag, comm).
 using PostChunk = std::function<void(void*, int, MPI_Datatype, MPI_Request*)>;
-std::shared_ptr<MpiWork> post_chunked(const torch::Tensor& buffer, const PostChunk& post,
-                                      std::function<void()> finish) {
+WorkPtr post_chunked(const torch::Tensor& buffer, const PostChunk& post,
+                     std::function<void()> finish, uint64_t flight_id) {
   const MPI_Datatype type = mpi_type(buffer.scalar_type());
   std::vector<MPI_Request> requests;
   for (int64_t offset = 0; offset < buffer.numel(); offset += kMaxChunk) {
@@ -175,7 +175,7 @@ std::shared_ptr<MpiWork> post_chunked(const torch::Tensor& buffer, const PostChu
     post(byte_ptr(buffer) + offset * buffer.element_size(),
          static_cast<int>(std::min(kMaxChunk, buffer.numel() - offset)), type, &requests.back());
   }
-  return std::make_shared<MpiWork>(std::move(requests), std::move(finish));
+  return tracked(std::make_shared<MpiWork>(std::move(requests), std::move(finish)), flight_id);
 }
 
 // Completion of an operation that wrote into `buffer`: copy into `target` if it is a copy.
@@ -216,14 +216,13 @@ WorkPtr MpiCommunicator::all_reduce_async(torch::Tensor tensor, ReduceOp op) {
   check_reducible(tensor, op, "all_reduce");
   torch::Tensor buffer = reduce_buffer(tensor);
   const uint64_t id = record("all-reduce", -1, -1, bytes_of(tensor));
-  return tracked(post_chunked(
-                     buffer,
-                     [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
-                       TRIAX_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, count, type, mpi_op(op),
-                                                      comm_, request));
-                     },
-                     finish_reduce(buffer, tensor, op, size_)),
-                 id);
+  return post_chunked(
+      buffer,
+      [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
+        TRIAX_MPI_CHECK(
+            MPI_Iallreduce(MPI_IN_PLACE, data, count, type, mpi_op(op), comm_, request));
+      },
+      finish_reduce(buffer, tensor, op, size_), id);
 }
 
 WorkPtr MpiCommunicator::all_gather_async(torch::Tensor output, torch::Tensor input) {
@@ -267,13 +266,12 @@ WorkPtr MpiCommunicator::broadcast_async(torch::Tensor tensor, int root) {
   check_peer(root, "broadcast");
   torch::Tensor buffer = tensor.contiguous();
   const uint64_t id = record("broadcast", -1, -1, bytes_of(tensor));
-  return tracked(post_chunked(
-                     buffer,
-                     [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
-                       TRIAX_MPI_CHECK(MPI_Ibcast(data, count, type, root, comm_, request));
-                     },
-                     copy_back(buffer, tensor)),
-                 id);
+  return post_chunked(
+      buffer,
+      [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
+        TRIAX_MPI_CHECK(MPI_Ibcast(data, count, type, root, comm_, request));
+      },
+      copy_back(buffer, tensor), id);
 }
 
 WorkPtr MpiCommunicator::isend(torch::Tensor tensor, int dst, int tag) {
@@ -281,13 +279,12 @@ WorkPtr MpiCommunicator::isend(torch::Tensor tensor, int dst, int tag) {
   check_peer(dst, "isend");
   torch::Tensor buffer = tensor.contiguous();
   const uint64_t id = record("send", dst, tag, bytes_of(tensor));
-  return tracked(post_chunked(
-                     buffer,
-                     [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
-                       TRIAX_MPI_CHECK(MPI_Isend(data, count, type, dst, tag, comm_, request));
-                     },
-                     [buffer]() {}),  // keeps the buffer alive until the send completes
-                 id);
+  return post_chunked(
+      buffer,
+      [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
+        TRIAX_MPI_CHECK(MPI_Isend(data, count, type, dst, tag, comm_, request));
+      },
+      [buffer]() {}, id);  // the finish keeps the buffer alive until the send completes
 }
 
 WorkPtr MpiCommunicator::irecv(torch::Tensor tensor, int src, int tag) {
@@ -295,13 +292,12 @@ WorkPtr MpiCommunicator::irecv(torch::Tensor tensor, int src, int tag) {
   check_peer(src, "irecv");
   torch::Tensor buffer = tensor.contiguous();
   const uint64_t id = record("recv", src, tag, bytes_of(tensor));
-  return tracked(post_chunked(
-                     buffer,
-                     [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
-                       TRIAX_MPI_CHECK(MPI_Irecv(data, count, type, src, tag, comm_, request));
-                     },
-                     copy_back(buffer, tensor)),
-                 id);
+  return post_chunked(
+      buffer,
+      [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
+        TRIAX_MPI_CHECK(MPI_Irecv(data, count, type, src, tag, comm_, request));
+      },
+      copy_back(buffer, tensor), id);
 }
 
 WorkPtr MpiCommunicator::barrier_async() {
