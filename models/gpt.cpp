@@ -1,6 +1,7 @@
 #include "models/gpt.h"
 
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "parallel/tp/tp_mappings.h"
@@ -82,22 +83,41 @@ GptBlockImpl::GptBlockImpl(const GptOptions& options, Communicator& tp, TpDropou
           RowParallelLinearOptions(4 * h, h).input_is_parallel(true).init_std(residual_std), tp));
 }
 
+const torch::Tensor& GptBlockImpl::causal_bias(int64_t s) {
+  if (!causal_bias_.defined() || causal_bias_.size(0) != s) {
+    causal_bias_ = torch::zeros({s, s}).masked_fill(torch::ones({s, s}, torch::kBool).triu(1),
+                                                    -std::numeric_limits<float>::infinity());
+  }
+  return causal_bias_;
+}
+
 torch::Tensor GptBlockImpl::attention(const torch::Tensor& x) {
   const int64_t b = x.size(0);
   const int64_t s = x.size(1);
   const int64_t d = options_.hidden / options_.heads;
-  // This rank's columns are [Q_r | K_r | V_r] (stride 3): its heads of each.
-  const auto parts = qkv(x).view({b, s, 3, local_heads_, d}).permute({2, 0, 3, 1, 4}).unbind(0);
-  const torch::Tensor& q = parts[0];  // [b, heads/tp, s, d]
+  const int64_t n = b * local_heads_;
+  // This rank's columns are [Q_r | K_r | V_r] (stride 3): its heads of each. One copy lays them
+  // out head-major, so each of q, k, v is a contiguous [b * heads/tp, s, d] batch of matrices
+  // and the batched matmuls below run on contiguous operands without further copies.
+  const auto parts = qkv(x)
+                         .view({b, s, 3, local_heads_, d})
+                         .permute({2, 0, 3, 1, 4})
+                         .contiguous()
+                         .view({3, n, s, d})
+                         .unbind(0);
+  const torch::Tensor& q = parts[0];
   const torch::Tensor& k = parts[1];
   const torch::Tensor& v = parts[2];
-  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
-  const torch::Tensor future = torch::ones({s, s}, torch::kBool).triu(1);
-  scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
+  // scores = causal mask + q k^T / sqrt(d) in one batched matmul (as PyTorch's attention).
+  const torch::Tensor scores = torch::baddbmm(causal_bias(s), q, k.transpose(1, 2), 1.0,
+                                              1.0 / std::sqrt(static_cast<double>(d)));
   // Attention probabilities are split by head: each tp rank drops from its own stream.
   const torch::Tensor probs =
       dropout_->tp_local(torch::softmax(scores, -1), options_.dropout, is_training());
-  const torch::Tensor y = torch::matmul(probs, v).transpose(1, 2).reshape({b, s, local_heads_ * d});
+  const torch::Tensor y = torch::bmm(probs, v)
+                              .view({b, local_heads_, s, d})
+                              .transpose(1, 2)
+                              .reshape({b, s, local_heads_ * d});
   return proj(y);
 }
 

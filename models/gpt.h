@@ -56,9 +56,13 @@ class GptBlockImpl : public torch::nn::Module {
 
  private:
   torch::Tensor attention(const torch::Tensor& x);
+  /// [s, s]: 0 on and below the diagonal, -inf above (a token sees only its past); built once
+  /// per sequence length, added to the scores inside the score matmul.
+  const torch::Tensor& causal_bias(int64_t s);
   GptOptions options_;
   TpDropout* dropout_;
   int64_t local_heads_;
+  torch::Tensor causal_bias_;
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   ColumnParallelLinear qkv{nullptr}, fc{nullptr};
   RowParallelLinear proj{nullptr}, fc_out{nullptr};

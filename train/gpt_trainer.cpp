@@ -1,5 +1,6 @@
 #include "train/gpt_trainer.h"
 
+#include <chrono>
 #include <cmath>
 
 #include "checkpoint/parameter_table.h"
@@ -108,17 +109,36 @@ double GptTrainer::evaluate_local(const torch::Tensor& local) {
 }
 
 double GptTrainer::step_local(const torch::Tensor& local) {
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  const auto start = Clock::now();
+  phases_ = StepPhases();
   for (auto& ddp : ddp_) ddp->zero_grad();
   StageFunctions stage = stage_functions(local);
+  stage.forward = [&, forward = stage.forward](int chunk, int i, const torch::Tensor& input) {
+    const auto t = Clock::now();
+    torch::Tensor out = forward(chunk, i, input);
+    phases_.forward += seconds_since(t);
+    return out;
+  };
+  stage.loss = [&, loss = stage.loss](int i, const torch::Tensor& output) {
+    const auto t = Clock::now();
+    torch::Tensor out = loss(i, output);
+    phases_.forward += seconds_since(t);
+    return out;
+  };
   stage.before_backward = [&](int chunk, int, bool last) {
     ddp_[static_cast<size_t>(chunk)]->set_sync(last);
   };
-  double loss = executor_->run(schedule_, stage);
-  exposed_ = 0;
+  const double loss = executor_->run(schedule_, stage);
+  phases_.backward = seconds_since(start) - phases_.forward;
   for (auto& ddp : ddp_) {
     ddp->finish();
-    exposed_ += ddp->exposed_seconds();
+    phases_.ddp_wait += ddp->exposed_seconds();
   }
+  auto t = Clock::now();
   all_reduce_tied_embedding_grads(chunks_, context_.embedding());
   std::vector<torch::Tensor> grads, counted;
   for (size_t k = 0; k < params_.size(); ++k) {
@@ -126,9 +146,15 @@ double GptTrainer::step_local(const torch::Tensor& local) {
     if (counted_in_norm_[k]) counted.push_back(params_[k].grad());
   }
   grad_norm_ = clip_grad_norm(grads, counted, config_.train.clip_grad, context_.model_parallel());
+  phases_.clip = seconds_since(t);
+  t = Clock::now();
   optimizer_->step();
+  phases_.optimizer = seconds_since(t);
+  t = Clock::now();
   torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
   context_.dp().all_reduce(mean, ReduceOp::kAvg);
+  phases_.loss_sync = seconds_since(t);
+  phases_.total = seconds_since(start);
   return mean.item<double>();
 }
 

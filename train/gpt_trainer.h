@@ -25,6 +25,21 @@
 
 namespace triax {
 
+/// Where one step's time went on this rank, in seconds (steady clock; always measured: a few
+/// clock reads per micro-batch). forward includes the loss; backward is the rest of the pipeline
+/// schedule (backwards, gradient hooks, waits on pipeline neighbours); ddp_wait is the
+/// data-parallel communication not hidden behind backward; clip covers the tied-embedding sum
+/// and the global gradient norm; loss_sync the loss's all-reduce over dp.
+struct StepPhases {
+  double forward = 0;
+  double backward = 0;
+  double ddp_wait = 0;
+  double clip = 0;
+  double optimizer = 0;
+  double loss_sync = 0;
+  double total = 0;
+};
+
 class GptTrainer {
  public:
   /// Builds this rank's chunks (same weights as one process), broadcasts them over dp.
@@ -47,7 +62,8 @@ class GptTrainer {
   const std::vector<TraceEvent>& trace() const { return executor_->trace(); }
 
   double last_grad_norm() const { return grad_norm_; }
-  double last_exposed_comm_seconds() const { return exposed_; }
+  double last_exposed_comm_seconds() const { return phases_.ddp_wait; }
+  const StepPhases& last_phases() const { return phases_; }
   std::vector<Gpt>& chunks() { return chunks_; }
   const Schedule& schedule() const { return schedule_; }
   const BatchPlan& plan() const { return plan_; }
@@ -79,7 +95,7 @@ class GptTrainer {
   Schedule eval_schedule_;
   int64_t model_parameters_ = 0;
   double grad_norm_ = 0;
-  double exposed_ = 0;
+  StepPhases phases_;
 };
 
 }  // namespace triax

@@ -66,6 +66,12 @@ torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& local_logits,
       target.sizes());
   TRIAX_CHECK(local_logits.size(1) * tp.size() >= vocab_size, "logits cover ",
               local_logits.size(1) * tp.size(), " ids, fewer than the vocabulary ", vocab_size);
+  if (tp.size() == 1 && local_logits.size(1) == vocab_size) {
+    // Nothing to combine across ranks: LibTorch's fused log-softmax + NLL (two kernels each
+    // way) instead of the dozen ops the sharded form needs.
+    return torch::nll_loss(torch::log_softmax(local_logits, 1), target, {}, at::Reduction::None,
+                           ignore_index);
+  }
   return VocabParallelCrossEntropy::apply(local_logits, target, &tp, vocab_size, ignore_index);
 }
 

@@ -24,6 +24,7 @@ torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& ids) {
   TRIAX_CHECK(ids.numel() == 0 || (ids.min().item<int64_t>() >= 0 &&
                                    ids.max().item<int64_t>() < options_.vocab_size()),
               "token ids must lie in [0, ", options_.vocab_size(), ")");
+  if (tp_->size() == 1) return torch::embedding(weight, ids);  // every id is this rank's
   const int64_t rows = weight.size(0);
   const torch::Tensor outside = (ids < vocab_start_).logical_or(ids >= vocab_start_ + rows);
   const torch::Tensor local = (ids - vocab_start_).masked_fill(outside, 0);

@@ -1,0 +1,157 @@
+// Benchmark (not a test): where one training step's time goes, phase by phase and op by op, on
+// the trainer's own step (GptTrainer::step, what `triax train` runs):
+//   mpirun -np N build/triax_bench_step [CONFIG.yaml] [--set KEY=VALUE ...] [--steps S] [--brief]
+// Without a config: the GPT of the PyTorch comparison (4 layers, hidden 128, 4 heads, sequence
+// 64, vocabulary 256, micro-batch 8 per dp rank, AdamW, no dropout), dp = N; its Python twin is
+// tools/bench/pytorch_step.py, which prints the same table for PyTorch. Threads per rank:
+// train.threads, else 1. Prints, for rank 0 and the slowest rank, the median of each phase over
+// S timed steps (forward, backward, DDP wait, clip, optimizer, loss sync; train/gpt_trainer.h),
+// then the per-op self times of 3 further steps under LibTorch's profiler (core/op_profile.h).
+// --brief: one line (tokens/s, step time, exposed DDP communication), for scripts that compare
+// runs (tools/bench/ddp_vs_pytorch.sh).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/op_profile.h"
+#include "parallel/comm/mpi_communicator.h"
+#include "parallel/comm/mpi_runtime.h"
+#include "train/gpt_trainer.h"
+
+using namespace triax;
+
+namespace {
+
+Config comparison_model() {
+  Config config;
+  config.model.arch = "gpt";
+  config.model.layers = 4;
+  config.model.hidden = 128;
+  config.model.heads = 4;
+  config.model.seq_len = 64;
+  config.model.vocab = 256;
+  config.train.micro_batch = 8;
+  config.train.optimizer = "adamw";
+  config.train.lr = 1e-3;
+  config.train.threads = 1;
+  return config;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MpiRuntime mpi(&argc, &argv);
+  std::string path;
+  std::vector<std::string> overrides;
+  int steps = 30;
+  bool brief = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
+      overrides.push_back(argv[++i]);
+    } else if (std::strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
+      steps = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--brief") == 0) {
+      brief = true;
+    } else {
+      path = argv[i];
+    }
+  }
+  std::shared_ptr<Communicator> world = MpiCommunicator::world();
+  Config config = comparison_model();
+  if (!path.empty()) {
+    config = load_config(path, overrides);
+  } else {
+    config = parse_config(to_yaml(config), overrides);
+  }
+  const int model_ranks = static_cast<int>(config.parallel.tensor * config.parallel.pipeline);
+  const int dp = world->size() / model_ranks;
+  if (path.empty()) config.train.global_batch = config.train.micro_batch * dp;
+  torch::set_num_threads(static_cast<int>(config.train.threads > 0 ? config.train.threads : 1));
+  const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
+  ParallelContext context(world, plan.layout);
+  GptTrainer trainer(plan, context);
+  const auto batch = [&](int step) {
+    torch::manual_seed(step);
+    return torch::randint(0, config.model.vocab,
+                          {config.train.global_batch, config.model.seq_len + 1}, torch::kLong);
+  };
+  for (int s = 0; s < 3; ++s) trainer.step(batch(s));  // warm-up
+  std::vector<std::vector<double>> phases(7);
+  world->barrier();
+  const auto start = std::chrono::steady_clock::now();
+  for (int s = 0; s < steps; ++s) {
+    trainer.step(batch(s));
+    const StepPhases& p = trainer.last_phases();
+    const double values[] = {p.forward,   p.backward,  p.ddp_wait, p.clip,
+                             p.optimizer, p.loss_sync, p.total};
+    for (size_t k = 0; k < phases.size(); ++k) phases[k].push_back(values[k]);
+  }
+  world->barrier();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Per phase: rank 0's median and the largest median of any rank.
+  torch::Tensor mine = torch::empty({static_cast<int64_t>(phases.size())}, torch::kDouble);
+  for (size_t k = 0; k < phases.size(); ++k) mine[static_cast<int64_t>(k)] = median(phases[k]);
+  torch::Tensor slowest = mine.clone();
+  world->all_reduce(slowest, ReduceOp::kMax);
+
+  const double tokens = static_cast<double>(steps) *
+                        static_cast<double>(config.train.global_batch) *
+                        static_cast<double>(config.model.seq_len);
+  if (brief) {
+    if (world->rank() == 0) {
+      std::printf(
+          "triax dp=%d tp=%d pp=%d threads=%d %s: %8.0f tokens/s  step %6.1f ms  "
+          "exposed comm %5.2f ms (%4.1f%%)\n",
+          plan.layout.dp_size(), plan.layout.tp_size(), plan.layout.pp_size(),
+          torch::get_num_threads(), config.ddp.bucketed ? "bucketed" : "per-parameter",
+          tokens / seconds, 1000 * seconds / steps, 1000 * slowest[2].item<double>(),
+          100 * slowest[2].item<double>() / slowest[6].item<double>());
+    }
+    return 0;
+  }
+
+  // Profile a few further steps (the profiler slows every op, so not the timed ones).
+  const int profiled = 3;
+  OpProfile profile;
+  const auto profile_start = std::chrono::steady_clock::now();
+  for (int s = 0; s < profiled; ++s) trainer.step(batch(steps + s));
+  const double profile_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - profile_start)
+          .count();
+  const std::vector<OpTotal> ops = profile.stop();
+
+  if (world->rank() == 0) {
+    std::printf(
+        "triax step: dp %d x tp %d x pp %d, %d thread(s) per rank, global batch %lld, %d "
+        "steps: %.0f tokens/s, step %.1f ms\n",
+        plan.layout.dp_size(), plan.layout.tp_size(), plan.layout.pp_size(),
+        torch::get_num_threads(), static_cast<long long>(config.train.global_batch), steps,
+        tokens / seconds, 1000 * seconds / steps);
+    const char* names[] = {"forward (incl. loss)",
+                           "backward (+hooks, p2p)",
+                           "DDP wait (exposed)",
+                           "clip (norm, tied emb.)",
+                           "optimizer",
+                           "loss sync",
+                           "step total"};
+    std::printf("%-24s %12s %7s %14s\n", "phase", "rank 0 ms", "share", "slowest rank ms");
+    const double total = mine[6].item<double>();
+    for (size_t k = 0; k < phases.size(); ++k) {
+      const double ms = 1000 * mine[static_cast<int64_t>(k)].item<double>();
+      std::printf("%-24s %12.2f %6.1f%% %14.2f\n", names[k], ms, 100 * ms / (1000 * total),
+                  1000 * slowest[static_cast<int64_t>(k)].item<double>());
+    }
+    std::printf("\nrank 0, %d profiled steps (the profiler adds time to each op):\n%s", profiled,
+                format_op_table(ops, 18, profiled, profile_us).c_str());
+  }
+  return 0;
+}
