@@ -184,7 +184,7 @@ torch::Tensor GptImpl::local_logits(const torch::Tensor& h) {
   TRIAX_CHECK(options_.has_head, "this part of the model has no head");
   const torch::Tensor x = final_norm(h);
   if (options_.tie_embeddings) {
-    return torch::nn::functional::linear(copy_to_tp_region(x, *tp_), token_embedding->weight);
+    return torch::linear(copy_to_tp_region(x, *tp_), token_embedding->weight);
   }
   return head(x);
 }

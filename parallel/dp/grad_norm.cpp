@@ -7,18 +7,27 @@ namespace triax {
 double clip_grad_norm(const std::vector<torch::Tensor>& all,
                       const std::vector<torch::Tensor>& counted, double max_norm,
                       Communicator& model_parallel) {
-  torch::Tensor squares = torch::zeros({1}, torch::kDouble);
+  // One norm per tensor in its own dtype (a single vectorised pass; fp32 accumulation is good to
+  // ~1e-7 relative), squared and summed in double: one op per tensor where a double copy of each
+  // gradient took four (0.75 -> 0.53 ms of a 45 ms step on the comparison GPT).
+  std::vector<torch::Tensor> present;
   for (const auto& g : counted) {
-    if (g.defined()) squares += g.to(torch::kDouble).pow(2).sum();
+    if (g.defined()) present.push_back(g);
+  }
+  torch::Tensor squares = torch::zeros({1}, torch::kDouble);
+  if (!present.empty()) {
+    squares += torch::stack(at::_foreach_norm(present)).to(torch::kDouble).square().sum();
   }
   model_parallel.all_reduce(squares, ReduceOp::kSum);
   const double norm = std::sqrt(squares.item<double>());
   if (max_norm > 0 && norm > max_norm) {
     const double scale = max_norm / (norm + 1e-6);
     torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> grads;
     for (const auto& g : all) {
-      if (g.defined()) g.mul_(scale);
+      if (g.defined()) grads.push_back(g);
     }
+    at::_foreach_mul_(grads, scale);
   }
   return norm;
 }

@@ -20,8 +20,8 @@ RowParallelLinearImpl::RowParallelLinearImpl(const RowParallelLinearOptions& opt
 torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
   const torch::Tensor input = options_.input_is_parallel() ? x : scatter_to_tp_region(x, *tp_);
   // One rank holds the whole sum: the bias goes into the matmul (addmm), as an ordinary linear.
-  if (tp_->size() == 1) return torch::nn::functional::linear(input, weight, bias);
-  const torch::Tensor y = reduce_from_tp_region(torch::nn::functional::linear(input, weight), *tp_);
+  if (tp_->size() == 1) return torch::linear(input, weight, bias);
+  const torch::Tensor y = reduce_from_tp_region(torch::linear(input, weight), *tp_);
   return bias.defined() ? y + bias : y;
 }
 
