@@ -134,6 +134,7 @@ double GptTrainer::step_local(const torch::Tensor& local) {
   };
   const double loss = executor_->run(schedule_, stage);
   phases_.backward = seconds_since(start) - phases_.forward;
+  phases_.backward_end = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
   for (auto& ddp : ddp_) {
     ddp->finish();
     phases_.ddp_wait += ddp->exposed_seconds();

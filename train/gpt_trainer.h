@@ -38,6 +38,9 @@ struct StepPhases {
   double optimizer = 0;
   double loss_sync = 0;
   double total = 0;
+  /// When this rank's backward ended (steady clock, seconds): on one host, ranks' values compare,
+  /// so their spread is how long the first rank to finish waits for the last (benchmarks).
+  double backward_end = 0;
 };
 
 class GptTrainer {

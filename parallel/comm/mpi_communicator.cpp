@@ -107,6 +107,9 @@ class MpiWork : public Work {
   // Note [Oversubscribed progress]: poll with sched_yield. Note [Watchdog]: a wait longer than
   // comm.timeout_s throws TimeoutError naming the operation; polling also serves SIGUSR2 dumps.
   void wait() override {
+    // Shows blocking communication as its own row in LibTorch's op profile (core/op_profile.h);
+    // free when no profiler is on.
+    RECORD_USER_SCOPE("triax::communication wait");
     if (poll()) return;
     using Clock = std::chrono::steady_clock;
     const Clock::time_point start = Clock::now();

@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   };
   for (int s = 0; s < 3; ++s) trainer.step(batch(s));  // warm-up
   std::vector<std::vector<double>> phases(7);
+  torch::Tensor ends = torch::zeros({steps}, torch::kDouble);
   world->barrier();
   const auto start = std::chrono::steady_clock::now();
   for (int s = 0; s < steps; ++s) {
@@ -93,6 +94,7 @@ int main(int argc, char** argv) {
     const double values[] = {p.forward,   p.backward,  p.ddp_wait, p.clip,
                              p.optimizer, p.loss_sync, p.total};
     for (size_t k = 0; k < phases.size(); ++k) phases[k].push_back(values[k]);
+    ends[s] = p.backward_end;
   }
   world->barrier();
   const double seconds =
@@ -102,6 +104,15 @@ int main(int argc, char** argv) {
   for (size_t k = 0; k < phases.size(); ++k) mine[static_cast<int64_t>(k)] = median(phases[k]);
   torch::Tensor slowest = mine.clone();
   world->all_reduce(slowest, ReduceOp::kMax);
+  // Skew: per step, how much later the last rank ended backward than the first (the part of a
+  // DDP wait that is a peer still computing, not communication).
+  torch::Tensor last_end = ends.clone();
+  torch::Tensor first_end = -ends;
+  world->all_reduce(last_end, ReduceOp::kMax);
+  world->all_reduce(first_end, ReduceOp::kMax);
+  const torch::Tensor spread = last_end + first_end;
+  const double skew =
+      median(std::vector<double>(spread.data_ptr<double>(), spread.data_ptr<double>() + steps));
 
   const double tokens = static_cast<double>(steps) *
                         static_cast<double>(config.train.global_batch) *
@@ -150,6 +161,8 @@ int main(int argc, char** argv) {
       std::printf("%-24s %12.2f %6.1f%% %14.2f\n", names[k], ms, 100 * ms / (1000 * total),
                   1000 * slowest[static_cast<int64_t>(k)].item<double>());
     }
+    std::printf("ranks ending backward apart (skew; part of any DDP wait): %.2f ms median\n",
+                1000 * skew);
     std::printf("\nrank 0, %d profiled steps (the profiler adds time to each op):\n%s", profiled,
                 format_op_table(ops, 18, profiled, profile_us).c_str());
   }
