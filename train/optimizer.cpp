@@ -1,5 +1,7 @@
 #include "train/optimizer.h"
 
+#include "train/fused_adamw.h"
+
 namespace triax {
 namespace {
 
@@ -25,7 +27,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(
     };
     if (!decayed.empty()) groups.emplace_back(decayed, options(train.weight_decay));
     if (!not_decayed.empty()) groups.emplace_back(not_decayed, options(0.0));
-    return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(train.lr));
+    return std::make_unique<FusedAdamW>(groups, torch::optim::AdamWOptions(train.lr));
   }
   const auto options = [&](double decay) {
     return std::make_unique<torch::optim::SGDOptions>(

@@ -1,7 +1,8 @@
 // defines: triax::make_optimizer, triax::set_learning_rate
 //
 // The optimizer the `train:` section asks for, over the given parameters: AdamW (betas, eps,
-// decoupled weight decay) or SGD with momentum (L2 weight decay), both LibTorch's. Weight decay
+// decoupled weight decay; LibTorch's, updated in one pass per parameter: train/fused_adamw.h) or
+// SGD with momentum (L2 weight decay, LibTorch's). Weight decay
 // applies to matrices only (dim >= 2); biases and LayerNorm parameters are in a group without it.
 #pragma once
 

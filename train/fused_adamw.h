@@ -1,0 +1,30 @@
+// defines: triax::FusedAdamW
+//
+// LibTorch's AdamW with its update done in one pass over each parameter. LibTorch's step runs
+// nine tensor ops per parameter (decay, two moment updates, sqrt, divide, add eps, addcdiv), each
+// a full pass over the parameter's memory; this reads p, g, m, v once and writes p, m, v once,
+// with the same formula and the same order of operations:
+//   p *= 1 - lr·wd;  m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²;
+//   p -= lr / (1-β1^t) · m / (sqrt(v) / sqrt(1-β2^t) + eps)
+// (results differ from LibTorch's only where its vectorised kernels fuse a multiply-add).
+// The state (step, exp_avg, exp_avg_sq per parameter) is LibTorch's own, so checkpoints and
+// resumption are unchanged. Parameters that are not dense contiguous fp32 CPU tensors with
+// matching gradients, or AMSGrad, take LibTorch's step.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace triax {
+
+class FusedAdamW : public torch::optim::AdamW {
+ public:
+  using torch::optim::AdamW::AdamW;
+  torch::Tensor step(LossClosure closure = nullptr) override;
+
+ private:
+  bool fusable() const;
+};
+
+}  // namespace triax
