@@ -121,11 +121,11 @@ int main(int argc, char** argv) {
     if (world->rank() == 0) {
       std::printf(
           "triax dp=%d tp=%d pp=%d threads=%d %s: %8.0f tokens/s  step %6.1f ms  "
-          "exposed comm %5.2f ms (%4.1f%%)\n",
+          "exposed comm %5.2f ms (%4.1f%%), skew %5.2f ms\n",
           plan.layout.dp_size(), plan.layout.tp_size(), plan.layout.pp_size(),
           torch::get_num_threads(), config.ddp.bucketed ? "bucketed" : "per-parameter",
           tokens / seconds, 1000 * seconds / steps, 1000 * slowest[2].item<double>(),
-          100 * slowest[2].item<double>() / slowest[6].item<double>());
+          100 * slowest[2].item<double>() / slowest[6].item<double>(), 1000 * skew);
     }
     return 0;
   }
