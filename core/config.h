@@ -73,6 +73,11 @@ struct TrainConfig {
   /// CPUs the rank is bound to, else the node's CPUs / its ranks: train/thread_choice.h).
   /// Default 0.
   int64_t threads = 0;
+  /// Activation recompute: "none", "full" (blocks keep only their input and run again in
+  /// backward), "selective" (only the attention core is recomputed). Default "none".
+  std::string recompute = "none";
+  /// With recompute "full": blocks per pipeline chunk to recompute, from its first; 0 = all.
+  int64_t recompute_layers = 0;
   /// Clip the global gradient norm to this value (0 = no clipping). Default 0.
   double clip_grad = 0.0;
   /// AdamW's first-moment decay. Default 0.9.

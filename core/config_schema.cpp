@@ -46,6 +46,11 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("threads", c.train.threads, IntRule{0, 1024},
             "compute threads per rank; 0 = from the launcher (OMP_NUM_THREADS, "
             "SLURM_CPUS_PER_TASK, CPU binding, else node CPUs / local ranks)");
+    v.field("recompute", c.train.recompute, {"none", "full", "selective"},
+            "activation recompute: full = blocks keep only their input and run again in "
+            "backward; selective = only the attention core (softmax, dropout) is recomputed");
+    v.field("recompute_layers", c.train.recompute_layers, IntRule{0, 1 << 20},
+            "full recompute: blocks per pipeline chunk to recompute, from its first; 0 = all");
     v.field("clip_grad", c.train.clip_grad, RealRule{0.0, 1e6},
             "global gradient-norm clip; 0 = off");
     v.field("beta1", c.train.beta1, RealRule{0.0, 1.0}, "AdamW first-moment decay");

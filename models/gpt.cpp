@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "models/activation_checkpoint.h"
 #include "parallel/tp/tp_mappings.h"
 #include "parallel/tp/vocab_parallel_cross_entropy.h"
 
@@ -105,19 +106,22 @@ torch::Tensor GptBlockImpl::attention(const torch::Tensor& x) {
                          .contiguous()
                          .view({3, n, s, d})
                          .unbind(0);
-  const torch::Tensor& q = parts[0];
-  const torch::Tensor& k = parts[1];
-  const torch::Tensor& v = parts[2];
-  // scores = causal mask + q k^T / sqrt(d) in one batched matmul (as PyTorch's attention).
-  const torch::Tensor scores = torch::baddbmm(causal_bias(s), q, k.transpose(1, 2), 1.0,
-                                              1.0 / std::sqrt(static_cast<double>(d)));
-  // Attention probabilities are split by head: each tp rank drops from its own stream.
-  const torch::Tensor probs =
-      dropout_->tp_local(torch::softmax(scores, -1), options_.dropout, is_training());
-  const torch::Tensor y = torch::bmm(probs, v)
-                              .view({b, local_heads_, s, d})
-                              .transpose(1, 2)
-                              .reshape({b, s, local_heads_ * d});
+  // scores = causal mask + q k^T / sqrt(d) in one batched matmul (as PyTorch's attention), then
+  // softmax, dropout (split by head: each tp rank drops from its own stream) and the values.
+  const auto core = [this, s, d](const torch::Tensor& q, const torch::Tensor& k,
+                                 const torch::Tensor& v) {
+    const torch::Tensor scores = torch::baddbmm(causal_bias(s), q, k.transpose(1, 2), 1.0,
+                                                1.0 / std::sqrt(static_cast<double>(d)));
+    const torch::Tensor probs =
+        dropout_->tp_local(torch::softmax(scores, -1), options_.dropout, is_training());
+    return torch::bmm(probs, v);
+  };
+  // Selective recompute keeps q, k, v and recomputes the [heads, s, s] tensors in backward.
+  const torch::Tensor context = options_.recompute == "selective"
+                                    ? checkpointed(core, *dropout_, parts[0], parts[1], parts[2])
+                                    : core(parts[0], parts[1], parts[2]);
+  const torch::Tensor y =
+      context.view({b, local_heads_, s, d}).transpose(1, 2).reshape({b, s, local_heads_ * d});
   return proj(y);
 }
 
@@ -176,7 +180,21 @@ torch::Tensor GptImpl::embed(const torch::Tensor& ids) {
 }
 
 torch::Tensor GptImpl::run_layers(torch::Tensor h) {
-  for (auto& block : blocks_) h = block(h);
+  const size_t recomputed = options_.recompute != "full" ? 0
+                            : options_.recompute_layers > 0
+                                ? static_cast<size_t>(options_.recompute_layers)
+                                : blocks_.size();
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    GptBlock& block = blocks_[i];
+    if (i < recomputed) {
+      // Keeps only the block's input; the block runs again in backward.
+      h = checkpointed([block](const torch::Tensor& x, const torch::Tensor&,
+                               const torch::Tensor&) mutable { return block->forward(x); },
+                       *dropout_, h);
+    } else {
+      h = block(h);
+    }
+  }
   return h;
 }
 

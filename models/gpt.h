@@ -44,6 +44,11 @@ struct GptOptions {
   int64_t last_layer = -1;     ///< one past its last layer; -1 = layers
   bool has_embedding = true;   ///< holds the embeddings (first pipeline stage)
   bool has_head = true;        ///< holds final norm, head and loss (last pipeline stage)
+  /// Activation recompute (train.recompute): "none"; "full": the first `recompute_layers` blocks
+  /// of this part (0 = all) keep only their input and run again in backward; "selective": every
+  /// block recomputes its attention core (scores, softmax, dropout: the s^2 activations).
+  std::string recompute = "none";
+  int64_t recompute_layers = 0;
 
   /// The whole model of the `model:` section, with `seed`.
   static GptOptions from_config(const ModelConfig& model, uint64_t seed);

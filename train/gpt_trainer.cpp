@@ -22,8 +22,10 @@ GptTrainer::GptTrainer(const RunPlan& run, ParallelContext& context)
               "GptTrainer: the plan is not a GPT plan for this context's layout");
   const int p = context_.pp_size();
   const int v = schedule_.chunks;
-  const GptOptions whole =
+  GptOptions whole =
       GptOptions::from_config(config_.model, static_cast<uint64_t>(config_.train.seed));
+  whole.recompute = config_.train.recompute;
+  whole.recompute_layers = config_.train.recompute_layers;
   const auto& ranges = run.stage_layers;
   double counted_parameters = 0;
   for (int c = 0; c < v; ++c) {

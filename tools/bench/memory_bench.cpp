@@ -1,0 +1,147 @@
+// Benchmark (not a test): per-rank memory of GPT training, measured against the analytic model.
+//   mpirun -np N build/triax_bench_memory [--set KEY=VALUE ...]
+// Default: the main job's GPT scaled up (hidden 512, 8 layers, 8 heads, sequence 256,
+// vocabulary 256), micro-batch 4, one micro-batch per step, AdamW, dropout 0; layout and
+// recompute from --set (parallel.tensor, parallel.pipeline, train.recompute, ...), dp = the rest.
+// Measured: bytes of live tensors (core/tensor_memory.h: a counting allocator in front of
+// LibTorch's), not the resident set. Parameters = their tensors; gradients = what building the
+// trainer added beyond them (DDP's buckets); optimizer state = what the first step left behind;
+// activations = the peak of live tensors during the next step above its start.
+// Theory (fp32, dropout 0, per rank; a = heads, t = tp, b = micro-batch):
+//   parameters 4 bytes each, gradients 4, AdamW 8 (two moments): 16 bytes per parameter;
+//   activations per block, Korthikanti et al. 2022's sbh(34 + 5as/h) rewritten for what this
+//   implementation keeps in fp32 without dropout: 4sbh(16 + 48/t) + 4as^2b/t (LayerNorm inputs
+//   and the replicated inputs of the column-parallel layers 16; q, k, v 12/t, attention output
+//   4/t, GELU input and output 32/t; softmax output 4as^2b/t), plus the embedding output, the
+//   final norm and the logits with their softmax: 12sbh + 8sbV/t.
+//   selective recompute drops each block's s^2 term but one; full recompute keeps each block's
+//   input (4sbh) and one block's worth during its recomputation.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/tensor_memory.h"
+#include "parallel/comm/mpi_communicator.h"
+#include "parallel/comm/mpi_runtime.h"
+#include "train/gpt_trainer.h"
+
+using namespace triax;
+
+namespace {
+
+Config scaled_up_gpt() {
+  Config c;
+  c.model.arch = "gpt";
+  c.model.layers = 8;
+  c.model.hidden = 512;
+  c.model.heads = 8;
+  c.model.seq_len = 256;
+  c.model.vocab = 256;
+  c.train.micro_batch = 4;
+  c.train.optimizer = "adamw";
+  c.train.lr = 1e-4;
+  c.train.threads = 1;
+  return c;
+}
+
+struct Theory {
+  double params = 0, activations = 0;
+};
+
+// This rank's parameters and peak activations by the formulas above.
+Theory theory(const Config& c, int tp, int layers_here, bool first_stage, bool last_stage) {
+  const double h = static_cast<double>(c.model.hidden);
+  const double s = static_cast<double>(c.model.seq_len);
+  const double b = static_cast<double>(c.train.micro_batch);
+  const double a = static_cast<double>(c.model.heads);
+  const double t = tp;
+  const double v_padded = static_cast<double>((c.model.vocab + tp - 1) / tp * tp);
+  Theory th;
+  // A block: qkv 3h^2/t + 3h/t, proj h^2/t + h, fc 4h^2/t + 4h/t, fc_out 4h^2/t + h, 2 norms 4h.
+  const double block = 12 * h * h / t + 7 * h / t + 6 * h;
+  th.params = layers_here * block;
+  const bool has_embedding = first_stage || (last_stage && c.model.tie_embeddings);
+  if (has_embedding) th.params += v_padded / t * h;
+  if (first_stage) th.params += s * h;  // positions
+  if (last_stage) th.params += 2 * h;   // final norm
+  th.params *= 4;
+
+  const double sbh = s * b * h;
+  const double s2 = 4 * a * s * s * b / t;  // softmax output of one block
+  const double full_block = 4 * sbh * (16 + 48 / t) + s2;
+  const double outside =
+      (first_stage ? 4 * sbh : 0) + (last_stage ? 8 * sbh + 8 * s * b * v_padded / t : 0);
+  const std::string& mode = c.train.recompute;
+  const double stored = mode == "full"        ? layers_here * 4 * sbh + full_block
+                        : mode == "selective" ? layers_here * (full_block - s2) + s2
+                                              : layers_here * full_block;
+  th.activations = stored + outside;
+  return th;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  TensorMemory::install();
+  MpiRuntime mpi(&argc, &argv);
+  std::vector<std::string> overrides;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--set") == 0) overrides.push_back(argv[++i]);
+  }
+  std::shared_ptr<Communicator> world = MpiCommunicator::world();
+  Config config = parse_config(to_yaml(scaled_up_gpt()), overrides);
+  const int model_ranks = static_cast<int>(config.parallel.tensor * config.parallel.pipeline);
+  const int dp = world->size() / model_ranks;
+  config.train.global_batch = config.train.micro_batch * dp;
+  torch::set_num_threads(static_cast<int>(config.train.threads));
+  const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
+  ParallelContext context(world, plan.layout);
+  const auto batch = [&](int step) {
+    torch::manual_seed(step);
+    return torch::randint(0, config.model.vocab,
+                          {config.train.global_batch, config.model.seq_len + 1}, torch::kLong);
+  };
+
+  const int64_t at_start = TensorMemory::live();
+  GptTrainer trainer(plan, context);
+  double params = 0;
+  int layers_here = 0;
+  bool first = false, last = false;
+  for (auto& chunk : trainer.chunks()) {
+    for (const auto& p : chunk->parameters()) params += static_cast<double>(p.nbytes());
+    layers_here += static_cast<int>(chunk->options().last_layer - chunk->options().first_layer);
+    first = first || chunk->options().has_embedding;
+    last = last || chunk->options().has_head;
+  }
+  trainer.evaluate_local(batch(0).narrow(0, 0, config.train.global_batch / dp));  // caches
+  const int64_t built = TensorMemory::live();
+  trainer.step(batch(1));
+  const int64_t after_first = TensorMemory::live();
+  TensorMemory::reset_peak();
+  trainer.step(batch(2));
+  const double activations = static_cast<double>(TensorMemory::peak() - after_first);
+
+  const double grads = static_cast<double>(built - at_start) - params;
+  const double optimizer = static_cast<double>(after_first - built);
+  const Theory th = theory(config, context.tp_size(), layers_here, first, last);
+  // Rows: this rank's measured figures and the theory, gathered to rank 0 in rank order.
+  torch::Tensor mine = torch::tensor(
+      {params, th.params, grads, optimizer, activations, th.activations}, torch::kDouble);
+  const torch::Tensor all = world->all_gather(mine.unsqueeze(0));
+  if (world->rank() == 0) {
+    const double mib = 1024.0 * 1024.0;
+    for (int r = 0; r < world->size(); ++r) {
+      const auto row = all[r];
+      const auto f = [&](int k) { return row[k].item<double>(); };
+      std::printf(
+          "%-6s dp%d tp%d pp%d %-9s rank %d | params %7.1f MiB (theory %7.1f) | grads "
+          "%7.1f (theory %7.1f) | AdamW %7.1f (theory %7.1f) | activations %7.1f "
+          "(theory %7.1f, measured/theory %.2f)\n",
+          "memory", dp, context.tp_size(), context.pp_size(), config.train.recompute.c_str(), r,
+          f(0) / mib, f(1) / mib, f(2) / mib, f(1) / mib, f(3) / mib, 2 * f(1) / mib, f(4) / mib,
+          f(5) / mib, f(4) / f(5));
+    }
+  }
+  return 0;
+}
