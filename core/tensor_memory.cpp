@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <unordered_map>
 
 namespace triax {
 namespace {
@@ -12,16 +13,27 @@ std::atomic<int64_t> g_live{0};
 std::atomic<int64_t> g_peak{0};
 std::atomic<bool> g_installed{false};
 
-// The base allocator's pointer plus the size, so the deleter can subtract it.
-struct Counted {
-  c10::DataPtr inner;
-  int64_t bytes;
-};
+// LibTorch's raw_allocate needs the data pointer to be its own context, so the sizes live in a
+// side table, and freeing goes through the base allocator's raw deleter.
+std::mutex g_mutex;
+std::unordered_map<void*, int64_t>& sizes() {
+  static auto* table = new std::unordered_map<void*, int64_t>();  // outlives static tensors
+  return *table;
+}
+c10::DeleterFnPtr g_base_delete = nullptr;
 
-void release(void* context) {
-  auto* counted = static_cast<Counted*>(context);
-  g_live.fetch_sub(counted->bytes, std::memory_order_relaxed);
-  delete counted;  // frees the data through the base allocator's deleter
+void release(void* data) {
+  int64_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    const auto it = sizes().find(data);
+    if (it != sizes().end()) {
+      bytes = it->second;
+      sizes().erase(it);
+    }
+  }
+  g_live.fetch_sub(bytes, std::memory_order_relaxed);
+  g_base_delete(data);
 }
 
 class CountingAllocator final : public c10::Allocator {
@@ -30,15 +42,19 @@ class CountingAllocator final : public c10::Allocator {
 
   c10::DataPtr allocate(size_t bytes) const override {
     c10::DataPtr inner = base_->allocate(bytes);
-    void* data = inner.get();
+    void* data = inner.release_context();  // == inner.get() for the default CPU allocator
     const auto size = static_cast<int64_t>(bytes);
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      sizes()[data] = size;
+    }
     const int64_t now = g_live.fetch_add(size, std::memory_order_relaxed) + size;
     int64_t seen = g_peak.load(std::memory_order_relaxed);
     while (now > seen && !g_peak.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
     }
-    return {data, new Counted{std::move(inner), size}, &release, c10::Device(c10::kCPU)};
+    return {data, data, &release, c10::Device(c10::kCPU)};
   }
-  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
 
  private:
   c10::Allocator* base_;
@@ -49,7 +65,11 @@ class CountingAllocator final : public c10::Allocator {
 void TensorMemory::install() {
   static std::once_flag once;
   std::call_once(once, [] {
-    static CountingAllocator counting(c10::GetCPUAllocator());
+    c10::Allocator* base = c10::GetCPUAllocator();
+    // Only an allocator whose pointers free themselves (LibTorch's default) can be wrapped so.
+    g_base_delete = base->raw_deleter();
+    if (g_base_delete == nullptr) return;
+    static CountingAllocator counting(base);
     c10::SetCPUAllocator(&counting, /*priority=*/100);
     g_installed = true;
   });

@@ -5,7 +5,9 @@
 // subtracts it when freed. live() is what tensors hold now, peak() the most they held since the
 // last reset_peak(). Unlike the resident set or the heap, this is only tensor data: the figure
 // the memory formulas predict (docs/memory.md). Tensors allocated before install() are not
-// counted. Thread-safe (atomics); costs two atomic adds per allocation.
+// counted, nor anything when LibTorch's allocator is not its default one (installed() says).
+// Thread-safe; costs a locked table update per allocation and free, so benchmarks use it, not
+// training.
 #pragma once
 
 #include <cstdint>

@@ -9,11 +9,12 @@
 // activations = the peak of live tensors during the next step above its start.
 // Theory (fp32, dropout 0, per rank; a = heads, t = tp, b = micro-batch):
 //   parameters 4 bytes each, gradients 4, AdamW 8 (two moments): 16 bytes per parameter;
-//   activations per block, Korthikanti et al. 2022's sbh(34 + 5as/h) rewritten for what this
-//   implementation keeps in fp32 without dropout: 4sbh(16 + 48/t) + 4as^2b/t (LayerNorm inputs
-//   and the replicated inputs of the column-parallel layers 16; q, k, v 12/t, attention output
-//   4/t, GELU input and output 32/t; softmax output 4as^2b/t), plus the embedding output, the
-//   final norm and the logits with their softmax: 12sbh + 8sbV/t.
+//   activations per block, Korthikanti et al. 2022's sbh(34 + 5as/h) (16-bit, with dropout masks)
+//   rewritten for what this implementation keeps in fp32 without dropout: sbh(16 + 48/t) +
+//   4as^2b/t bytes (LayerNorm inputs and the replicated inputs of the column-parallel layers 16;
+//   q, k, v 12/t, attention output 4/t, GELU input and output 32/t; softmax output 4as^2b/t),
+//   plus the embedding output, the final norm and the logits with their softmax: 12sbh + 8sbV/t;
+//   a pipeline stage before the last keeps its output and the gradient it receives: 8sbh.
 //   selective recompute drops each block's s^2 term but one; full recompute keeps each block's
 //   input (4sbh) and one block's worth during its recomputation.
 #include <cstdio>
@@ -69,9 +70,10 @@ Theory theory(const Config& c, int tp, int layers_here, bool first_stage, bool l
 
   const double sbh = s * b * h;
   const double s2 = 4 * a * s * s * b / t;  // softmax output of one block
-  const double full_block = 4 * sbh * (16 + 48 / t) + s2;
+  const double full_block = sbh * (16 + 48 / t) + s2;
+  // A stage before the last also holds its output and the gradient received for it.
   const double outside =
-      (first_stage ? 4 * sbh : 0) + (last_stage ? 8 * sbh + 8 * s * b * v_padded / t : 0);
+      (first_stage ? 4 * sbh : 0) + (last_stage ? 8 * sbh + 8 * s * b * v_padded / t : 8 * sbh);
   const std::string& mode = c.train.recompute;
   const double stored = mode == "full"        ? layers_here * 4 * sbh + full_block
                         : mode == "selective" ? layers_here * (full_block - s2) + s2
@@ -114,8 +116,10 @@ int main(int argc, char** argv) {
     first = first || chunk->options().has_embedding;
     last = last || chunk->options().has_head;
   }
-  trainer.evaluate_local(batch(0).narrow(0, 0, config.train.global_batch / dp));  // caches
   const int64_t built = TensorMemory::live();
+  // A forward first, so caches (the causal masks) are not counted as optimizer state.
+  trainer.evaluate_local(batch(0).narrow(0, 0, config.train.global_batch / dp));
+  const int64_t ready = TensorMemory::live();
   trainer.step(batch(1));
   const int64_t after_first = TensorMemory::live();
   TensorMemory::reset_peak();
@@ -123,7 +127,7 @@ int main(int argc, char** argv) {
   const double activations = static_cast<double>(TensorMemory::peak() - after_first);
 
   const double grads = static_cast<double>(built - at_start) - params;
-  const double optimizer = static_cast<double>(after_first - built);
+  const double optimizer = static_cast<double>(after_first - ready);
   const Theory th = theory(config, context.tp_size(), layers_here, first, last);
   // Rows: this rank's measured figures and the theory, gathered to rank 0 in rank order.
   torch::Tensor mine = torch::tensor(
