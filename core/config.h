@@ -110,6 +110,12 @@ struct DdpConfig {
   bool bucketed = true;
 };
 
+struct OptimizerConfig {
+  /// ZeRO-1: each data-parallel rank keeps and updates 1/dp of AdamW's state; gradients are
+  /// reduce-scattered and parameters all-gathered instead of an all-reduce. Default false.
+  bool shard = false;
+};
+
 struct ScheduleConfig {
   /// Pipeline schedule: "gpipe", "1f1b" or "interleaved". Default "1f1b".
   std::string name = "1f1b";
@@ -188,6 +194,7 @@ struct Config {
   TrainConfig train;
   ScheduleConfig schedule;
   DdpConfig ddp;
+  OptimizerConfig optimizer;
   DataConfig data;
   SampleConfig sample;
   CommConfig comm;

@@ -84,6 +84,11 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("bucketed", c.ddp.bucketed,
             "buckets overlapped with backward; false = per-parameter all-reduce after backward");
   });
+  v.section("optimizer", [&] {
+    v.field("shard", c.optimizer.shard,
+            "ZeRO-1: each dp rank holds 1/dp of AdamW's state; gradients reduce-scattered, "
+            "parameters all-gathered (needs train.optimizer: adamw, ddp.bucketed: true)");
+  });
   v.section("data", [&] {
     v.field("dir", c.data.dir, {}, "folder of the Fashion-MNIST gzip IDX files");
     v.field("train_samples", c.data.train_samples, kNonNegative,

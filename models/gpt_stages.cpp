@@ -63,7 +63,15 @@ void all_reduce_tied_embedding_grads(std::vector<Gpt>& chunks, Communicator* emb
     if (w.grad().defined()) sum += w.grad();
   }
   if (across_ranks) embedding_group->all_reduce(sum);
-  for (auto& w : copies) w.mutable_grad() = sum.clone();
+  // In place where a gradient exists: it may be a view into DDP's bucket (which, with a sharded
+  // optimizer, is reduce-scattered after this).
+  for (auto& w : copies) {
+    if (w.grad().defined()) {
+      w.mutable_grad().copy_(sum);
+    } else {
+      w.mutable_grad() = sum.clone();
+    }
+  }
 }
 
 }  // namespace triax

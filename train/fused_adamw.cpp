@@ -30,7 +30,7 @@ struct Coefficients {
 // scalar loop itself, because std::sqrt may set errno. Same operations in the same order in
 // both loops, so a lane and the scalar tail round alike.
 void update(float* p, const float* g, float* m, float* v, int64_t begin, int64_t end,
-            const Coefficients& c) {
+            const AdamWCoefficients& c) {
   int64_t i = begin;
 #if defined(__SSE2__)
   const __m128 decay = _mm_set1_ps(c.decays ? c.decay : 1.0f);
@@ -62,6 +62,28 @@ void update(float* p, const float* g, float* m, float* v, int64_t begin, int64_t
 }
 
 }  // namespace
+
+AdamWCoefficients adamw_coefficients(const torch::optim::AdamWOptions& options, int64_t step) {
+  const double beta1 = std::get<0>(options.betas());
+  const double beta2 = std::get<1>(options.betas());
+  const double bias1 = 1 - std::pow(beta1, static_cast<double>(step));
+  const double bias2 = 1 - std::pow(beta2, static_cast<double>(step));
+  return {static_cast<float>(1 - options.lr() * options.weight_decay()),
+          static_cast<float>(beta1),
+          static_cast<float>(1 - beta1),
+          static_cast<float>(beta2),
+          static_cast<float>(1 - beta2),
+          static_cast<float>(std::sqrt(bias2)),
+          static_cast<float>(options.eps()),
+          static_cast<float>(options.lr() / bias1),
+          options.weight_decay() != 0};
+}
+
+void adamw_update(float* p, const float* g, float* m, float* v, int64_t n,
+                  const AdamWCoefficients& c) {
+  at::parallel_for(0, n, 1 << 15,
+                   [&](int64_t begin, int64_t end) { update(p, g, m, v, begin, end, c); });
+}
 
 bool FusedAdamW::fusable() const {
   for (const auto& group : param_groups()) {
@@ -96,25 +118,9 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       }
       auto& s = static_cast<torch::optim::AdamWParamState&>(*found->second);
       s.step(s.step() + 1);
-      const double beta1 = std::get<0>(options.betas());
-      const double beta2 = std::get<1>(options.betas());
-      const double bias1 = 1 - std::pow(beta1, static_cast<double>(s.step()));
-      const double bias2 = 1 - std::pow(beta2, static_cast<double>(s.step()));
-      const Coefficients c{static_cast<float>(1 - options.lr() * options.weight_decay()),
-                           static_cast<float>(beta1),
-                           static_cast<float>(1 - beta1),
-                           static_cast<float>(beta2),
-                           static_cast<float>(1 - beta2),
-                           static_cast<float>(std::sqrt(bias2)),
-                           static_cast<float>(options.eps()),
-                           static_cast<float>(options.lr() / bias1),
-                           options.weight_decay() != 0};
-      float* pp = p.data_ptr<float>();
-      const float* gp = p.grad().data_ptr<float>();
-      float* mp = s.exp_avg().data_ptr<float>();
-      float* vp = s.exp_avg_sq().data_ptr<float>();
-      at::parallel_for(0, p.numel(), 1 << 15,
-                       [&](int64_t begin, int64_t end) { update(pp, gp, mp, vp, begin, end, c); });
+      adamw_update(p.data_ptr<float>(), p.grad().data_ptr<float>(), s.exp_avg().data_ptr<float>(),
+                   s.exp_avg_sq().data_ptr<float>(), p.numel(),
+                   adamw_coefficients(options, s.step()));
     }
   }
   return loss;

@@ -18,6 +18,22 @@
 
 namespace triax {
 
+/// AdamW's per-step constants for one parameter group at step t (as floats, as LibTorch uses).
+struct AdamWCoefficients {
+  float decay;  // 1 - lr * weight_decay
+  float beta1, one_minus_beta1;
+  float beta2, one_minus_beta2;
+  float sqrt_bias2;  // sqrt(1 - beta2^t)
+  float eps;
+  float step_size;  // lr / (1 - beta1^t)
+  bool decays;
+};
+AdamWCoefficients adamw_coefficients(const torch::optim::AdamWOptions& options, int64_t step);
+
+/// The update of elements [0, n) of a parameter p with gradient g and moments m, v, in place.
+void adamw_update(float* p, const float* g, float* m, float* v, int64_t n,
+                  const AdamWCoefficients& c);
+
 class FusedAdamW : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;

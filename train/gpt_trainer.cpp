@@ -49,10 +49,24 @@ GptTrainer::GptTrainer(const RunPlan& run, ParallelContext& context)
                                       : static_cast<double>(value.numel());
       }
     }
-    ddp_.push_back(make_gradient_sync(std::move(named), context_.dp(), config_.ddp));
+    ddp_.push_back(
+        make_gradient_sync(std::move(named), context_.dp(), config_.ddp, config_.optimizer.shard));
     ddp_.back()->broadcast_parameters();
   }
   optimizer_ = make_optimizer(config_.train, params_);
+  if (config_.optimizer.shard) {
+    std::vector<DistributedDataParallel*> ddps;
+    std::vector<size_t> first;
+    size_t offset = 0;
+    for (size_t c = 0; c < ddp_.size(); ++c) {
+      ddps.push_back(dynamic_cast<DistributedDataParallel*>(ddp_[c].get()));
+      TRIAX_CHECK(ddps.back() != nullptr, "optimizer.shard needs bucketed DDP");
+      first.push_back(offset);
+      offset += chunks_[c]->parameters().size();
+    }
+    sharded_ = std::make_unique<ShardedAdamW>(ddps, first, params_, counted_in_norm_, config_.train,
+                                              context_.dp(), context_.model_parallel());
+  }
   eval_schedule_ = forward_only(p, static_cast<int>(plan_.num_microbatches), v);
   // Parameters counted once over the model: the ones the gradient norm counts, sharded ones
   // scaled from padded to real size, summed over one dp replica.
@@ -74,6 +88,7 @@ double GptTrainer::step(const torch::Tensor& tokens) {
 
 void GptTrainer::set_learning_rate(double lr) {
   triax::set_learning_rate(*optimizer_, lr);
+  if (sharded_) sharded_->set_learning_rate(lr);
 }
 
 StageFunctions GptTrainer::stage_functions(const torch::Tensor& local) {
@@ -137,6 +152,7 @@ double GptTrainer::step_local(const torch::Tensor& local) {
   const double loss = executor_->run(schedule_, stage);
   phases_.backward = seconds_since(start) - phases_.forward;
   phases_.backward_end = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+  if (sharded_) return finish_sharded_step(loss, start);
   for (auto& ddp : ddp_) {
     ddp->finish();
     phases_.ddp_wait += ddp->exposed_seconds();
@@ -161,6 +177,44 @@ double GptTrainer::step_local(const torch::Tensor& local) {
   return mean.item<double>();
 }
 
+double GptTrainer::finish_sharded_step(double loss, std::chrono::steady_clock::time_point start) {
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  // The tied embedding's two copies are summed before the reduce-scatter: their slices need not
+  // line up across the first and last stage's buckets.
+  auto t = Clock::now();
+  all_reduce_tied_embedding_grads(chunks_, context_.embedding());
+  phases_.clip = seconds_since(t);
+  for (auto& ddp : ddp_) {
+    ddp->finish();
+    phases_.ddp_wait += ddp->exposed_seconds();
+  }
+  t = Clock::now();
+  grad_norm_ = sharded_->clip_and_step(config_.train.clip_grad);  // norm, update, all-gather
+  phases_.optimizer = seconds_since(t);
+  t = Clock::now();
+  torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
+  context_.dp().all_reduce(mean, ReduceOp::kAvg);
+  phases_.loss_sync = seconds_since(t);
+  phases_.total = seconds_since(start);
+  return mean.item<double>();
+}
+
+int64_t GptTrainer::optimizer_state_bytes() const {
+  if (sharded_) return sharded_->state_bytes();
+  int64_t bytes = 0;
+  for (const auto& [key, state] : optimizer_->state()) {
+    if (auto* adam = dynamic_cast<torch::optim::AdamWParamState*>(state.get())) {
+      bytes += adam->exp_avg().nbytes() + adam->exp_avg_sq().nbytes();
+    } else if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(state.get())) {
+      bytes += sgd->momentum_buffer().nbytes();
+    }
+  }
+  return bytes;
+}
+
 namespace {
 
 std::string state_key(const torch::Tensor& p) {
@@ -170,6 +224,7 @@ std::string state_key(const torch::Tensor& p) {
 }  // namespace
 
 CheckpointContents GptTrainer::checkpoint_contents() {
+  if (sharded_) sharded_->export_state(*optimizer_);  // collective over dp
   CheckpointContents out;
   auto& state = optimizer_->state();
   const auto add = [&](const std::string& name, const std::string& kind, torch::Tensor value) {
@@ -250,6 +305,7 @@ void GptTrainer::load_state_tensors(const std::map<std::string, torch::Tensor>& 
     const torch::Tensor* local = get(StateName::of_rng(chunk, "dropout_tp_local").str());
     if (shared != nullptr && local != nullptr) chunks_[c]->dropout().set_state({*shared, *local});
   }
+  if (sharded_) sharded_->import_state(*optimizer_);  // this rank's slices of the full state
 }
 
 }  // namespace triax

@@ -9,6 +9,7 @@
 // from the run's plan (train/run_plan.h): the batch plan, the schedule and the stage split.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,6 +23,7 @@
 #include "schedules/pipeline_executor.h"
 #include "train/batch_plan.h"
 #include "train/run_plan.h"
+#include "train/sharded_adamw.h"
 
 namespace triax {
 
@@ -71,16 +73,21 @@ class GptTrainer {
   const Schedule& schedule() const { return schedule_; }
   const BatchPlan& plan() const { return plan_; }
   /// This rank's parameters, optimizer state and dropout stream positions, by checkpoint name
-  /// (checkpoint/state_name.h), with its chunks' parameter table.
+  /// (checkpoint/state_name.h), with its chunks' parameter table. Call on every rank: with a
+  /// sharded optimizer it gathers the state over dp.
   CheckpointContents checkpoint_contents();
   /// Restores what checkpoint_contents() gave (names checked; throws naming a missing one).
   void load_state_tensors(const std::map<std::string, torch::Tensor>& tensors);
+  /// Bytes of optimizer state this rank holds (its slices with optimizer.shard).
+  int64_t optimizer_state_bytes() const;
   /// "c<chunk>/<parameter>" of each of this rank's parameters, in order.
   const std::vector<std::string>& parameter_names() const { return param_names_; }
   /// Parameters of the whole model (all tp and pp ranks together, tied weights once).
   int64_t model_parameters() const { return model_parameters_; }
 
  private:
+  /// With a sharded optimizer: tied sum, reduce-scatter, norm + update + all-gather, loss.
+  double finish_sharded_step(double loss, std::chrono::steady_clock::time_point start);
   /// The executor's forward and loss over this rank's share `local` (checked).
   StageFunctions stage_functions(const torch::Tensor& local);
 
@@ -90,7 +97,10 @@ class GptTrainer {
   Schedule schedule_;
   std::vector<Gpt> chunks_;
   std::vector<std::unique_ptr<GradientSync>> ddp_;
+  /// The optimizer; with optimizer.shard it only carries full state for checkpoints, and
+  /// sharded_ steps.
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<ShardedAdamW> sharded_;
   std::unique_ptr<PipelineExecutor> executor_;
   std::vector<torch::Tensor> params_;
   std::vector<bool> counted_in_norm_;

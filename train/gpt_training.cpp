@@ -192,8 +192,11 @@ double GptTraining::evaluate(GptTrainer& trainer) {
 void GptTraining::save(GptTrainer& trainer, int64_t step) {
   const Clock::time_point start = Clock::now();
   const CheckpointLayout layout{trainer.schedule().chunks, plan_.batch.global_batch};
-  const std::string dir = save_checkpoint(context_, plan_.config, step, layout,
-                                          [&] { return trainer.checkpoint_contents(); });
+  // Every rank builds the contents (a sharded optimizer gathers its state over dp); dp rank 0
+  // writes them.
+  CheckpointContents contents = trainer.checkpoint_contents();
+  const std::string dir =
+      save_checkpoint(context_, plan_.config, step, layout, [&] { return std::move(contents); });
   log::info(str("checkpoint of step ", step, " saved to ", dir, " in ",
                 fixed(seconds_since(start), 2), " s"));
 }

@@ -99,6 +99,25 @@ void open_data(RunPlan& plan, DataCheck check) {
   }
 }
 
+// ZeRO-1 shards AdamW's moments over DDP's buckets, so it needs both (and the GPT trainer).
+void check_sharded_optimizer(const Config& config) {
+  if (!config.optimizer.shard) return;
+  if (config.model.arch != "gpt") {
+    throw ConfigError(str("optimizer.shard: true is supported for model.arch: gpt, not '",
+                          config.model.arch, "' (set optimizer.shard: false)"));
+  }
+  if (config.train.optimizer != "adamw") {
+    throw ConfigError(str("optimizer.shard: true shards AdamW's state, but train.optimizer is '",
+                          config.train.optimizer,
+                          "' (set train.optimizer: adamw, or optimizer.shard: false)"));
+  }
+  if (!config.ddp.bucketed) {
+    throw ConfigError(
+        "optimizer.shard: true reduce-scatters DDP's buckets, but ddp.bucketed is false (set "
+        "ddp.bucketed: true, or optimizer.shard: false)");
+  }
+}
+
 }  // namespace
 
 RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
@@ -112,6 +131,7 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
     check_mlp_layout(config);
   }
   plan.batch = BatchPlan::create(config.train, plan.layout.dp_size());
+  check_sharded_optimizer(config);
   if (plan.model == ModelKind::kGpt) {
     const int stages = static_cast<int>(config.parallel.pipeline * config.schedule.chunks_per_rank);
     plan.stage_layers = split_layers(config.model.layers, stages, config.schedule.layer_boundaries);

@@ -33,16 +33,30 @@ DistributedDataParallel::DistributedDataParallel(
     groups.back().push_back(k);
     bytes += size;
   }
+  const int64_t ranks = dp_.size();
   for (auto& members : groups) {
     if (members.empty()) continue;
     int64_t numel = 0;
     for (size_t k : members) numel += params_[k].second.numel();
+    if (options_.shard) numel = (numel + ranks - 1) / ranks * ranks;  // equal slices
     Bucket bucket;
-    bucket.buffer = torch::zeros({numel}, params_[members.front()].second.options());
+    const auto options = params_[members.front()].second.options();
+    bucket.buffer = torch::zeros({numel}, options);
+    if (options_.shard) {
+      bucket.params = torch::zeros({numel}, options);
+      bucket.grad_shard = torch::zeros({numel / ranks}, options);
+    }
     int64_t offset = 0;
     for (size_t k : members) {
-      const torch::Tensor& p = params_[k].second;
+      torch::Tensor& p = params_[k].second;
       views_[k] = bucket.buffer.narrow(0, offset, p.numel()).view(p.sizes());
+      if (options_.shard) {
+        // The parameter now lives in the flat buffer: one slice of it is this rank's shard.
+        torch::NoGradGuard no_grad;
+        torch::Tensor flat = bucket.params.narrow(0, offset, p.numel()).view(p.sizes());
+        flat.copy_(p);
+        p.set_data(flat);
+      }
       offset += p.numel();
       bucket_of_[k] = buckets_.size();
     }
@@ -113,8 +127,23 @@ void DistributedDataParallel::mark_final(size_t index) {
 }
 
 void DistributedDataParallel::launch(Bucket& bucket) {
+  if (options_.shard) return;  // finish() reduce-scatters every bucket
   const flight::Label label(str("DDP bucket ", &bucket - buckets_.data(), " of ", buckets_.size()));
   bucket.work = dp_.size() > 1 ? dp_.all_reduce_async(bucket.buffer, ReduceOp::kAvg) : nullptr;
+}
+
+DdpBucketView DistributedDataParallel::bucket_view(int i) const {
+  const Bucket& bucket = buckets_.at(static_cast<size_t>(i));
+  DdpBucketView view;
+  view.params = bucket.params;
+  view.grad_shard = bucket.grad_shard;
+  view.shard_size = bucket.grad_shard.defined() ? bucket.grad_shard.numel() : 0;
+  view.shard_begin = view.shard_size * dp_.rank();
+  for (size_t k : bucket.members) {
+    const int64_t offset = views_[k].data_ptr<float>() - bucket.buffer.data_ptr<float>();
+    view.members.push_back({k, offset, views_[k].numel()});
+  }
+  return view;
 }
 
 void DistributedDataParallel::finish() {
@@ -132,6 +161,13 @@ void DistributedDataParallel::finish() {
   }
   for (size_t k = 0; k < params_.size(); ++k) {
     if (!seen_[k]) mark_final(k);
+  }
+  if (options_.shard) {
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      const flight::Label label(str("DDP reduce-scatter bucket ", b, " of ", buckets_.size()));
+      buckets_[b].work =
+          dp_.reduce_scatter_async(buckets_[b].grad_shard, buckets_[b].buffer, ReduceOp::kAvg);
+    }
   }
   const auto start = std::chrono::steady_clock::now();
   for (auto& bucket : buckets_) {

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "core/error.h"
 #include "parallel/dp/distributed_data_parallel.h"
 
 namespace triax {
@@ -49,10 +50,11 @@ void average_gradients(const std::vector<torch::Tensor>& parameters, Communicato
 
 std::unique_ptr<GradientSync> make_gradient_sync(
     std::vector<std::pair<std::string, torch::Tensor>> parameters, Communicator& dp,
-    const DdpConfig& ddp) {
+    const DdpConfig& ddp, bool shard) {
+  TRIAX_CHECK(ddp.bucketed || !shard, "a sharded optimizer needs bucketed DDP");
   if (!ddp.bucketed) return std::make_unique<PerParameterAverage>(std::move(parameters), dp);
-  return std::make_unique<DistributedDataParallel>(std::move(parameters), dp,
-                                                   DdpOptions{ddp.bucket_mb, ddp.allow_unused});
+  return std::make_unique<DistributedDataParallel>(
+      std::move(parameters), dp, DdpOptions{ddp.bucket_mb, ddp.allow_unused, shard});
 }
 
 }  // namespace triax

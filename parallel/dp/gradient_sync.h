@@ -59,9 +59,10 @@ class PerParameterAverage : public GradientSync {
 /// one first, so every rank issues the same collectives (a mismatch would hang).
 void average_gradients(const std::vector<torch::Tensor>& parameters, Communicator& dp);
 
-/// The `ddp:` section's choice over `parameters` (named, for messages).
+/// The `ddp:` section's choice over `parameters` (named, for messages); `shard`: bucketed DDP in
+/// ZeRO-1 mode (optimizer.shard: see DdpOptions::shard).
 std::unique_ptr<GradientSync> make_gradient_sync(
     std::vector<std::pair<std::string, torch::Tensor>> parameters, Communicator& dp,
-    const DdpConfig& ddp);
+    const DdpConfig& ddp, bool shard = false);
 
 }  // namespace triax

@@ -1,0 +1,125 @@
+// ZeRO-1 (optimizer.shard) under mpiexec -n 1, 2, 4, 8: in every (dp, tp, pp) layout and schedule
+// that fits, training matches the unsharded optimizer in the same layout within the composition
+// test's tolerances (reduce-scatter and the sharded norm sum in another order); each rank holds
+// 1/dp of AdamW's state; and a run resumes at another dp, in both directions, continuing the loss
+// of an uninterrupted run.
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "parallel/comm/mpi_communicator.h"
+#include "support/test_world.h"
+#include "support/tiny_gpt.h"
+#include "train/gpt_trainer.h"
+
+using namespace triax;
+
+namespace {
+
+constexpr double kLossTol = 1e-5;   // relative, per step (as test_composition.cpp)
+constexpr double kParamTol = 5e-5;  // absolute, final parameters
+
+struct Run {
+  std::vector<double> losses, norms;
+};
+
+Run train(GptTrainer& trainer, const Config& config, int first, int steps) {
+  Run run;
+  for (int step = first; step < first + steps; ++step) {
+    run.losses.push_back(trainer.step(testing::tiny_gpt_batch(step, config)));
+    run.norms.push_back(trainer.last_grad_norm());
+  }
+  return run;
+}
+
+double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (size_t k = 0; k < a.size(); ++k) worst = std::max(worst, std::abs(a[k] - b[k]) / b[k]);
+  return worst;
+}
+
+std::map<std::string, torch::Tensor> as_map(CheckpointContents contents) {
+  std::map<std::string, torch::Tensor> out;
+  for (auto& [name, tensor] : contents.tensors) out[name] = tensor.clone();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO-1 trains like the unsharded optimizer in every layout", "[mpi][zero]") {
+  std::shared_ptr<Communicator> world = testing::test_world();
+  const int n = world->size();
+  for (int tp : {1, 2}) {
+    for (int pp : {1, 2}) {
+      if (n % (tp * pp) != 0) continue;
+      std::vector<std::pair<std::string, int>> schedules{{"1f1b", 1}};
+      if (pp > 1) schedules = {{"gpipe", 1}, {"interleaved", 2}};
+      for (const auto& [name, chunks] : schedules) {
+        INFO("dp=" << n / (tp * pp) << " tp=" << tp << " pp=" << pp << " schedule=" << name);
+        Config config = testing::tiny_gpt_config(tp, pp, name, chunks);
+        config.train.weight_decay = 0.1;
+        config.train.global_batch = 16;  // micro-batch 2 at dp up to 8
+        ParallelContext context(world, ParallelLayout::from_config(config.parallel, n));
+        GptTrainer plain(testing::plan_for(config, context), context);
+        const Run expected = train(plain, config, 0, 8);
+        config.optimizer.shard = true;
+        GptTrainer sharded(testing::plan_for(config, context), context);
+        const Run got = train(sharded, config, 0, 8);
+        CHECK(max_rel_diff(got.losses, expected.losses) < kLossTol);
+        CHECK(max_rel_diff(got.norms, expected.norms) < kLossTol);
+        double param_diff = 0;
+        for (size_t c = 0; c < plain.chunks().size(); ++c) {
+          const auto want = plain.chunks()[c]->parameters();
+          const auto have = sharded.chunks()[c]->parameters();
+          for (size_t k = 0; k < want.size(); ++k) {
+            param_diff = std::max(param_diff, (have[k] - want[k]).abs().max().item<double>());
+          }
+        }
+        CHECK(param_diff < kParamTol);
+        // Each rank holds its 1/dp slice of the moments (buckets are padded to dp slices).
+        const double ratio = static_cast<double>(sharded.optimizer_state_bytes()) /
+                             static_cast<double>(plain.optimizer_state_bytes());
+        const int dp = n / (tp * pp);
+        CHECK(ratio <= 1.0 / dp + 0.02);
+      }
+    }
+  }
+}
+
+TEST_CASE("a ZeRO-1 run resumes at another dp", "[mpi][zero]") {
+  std::shared_ptr<Communicator> world = testing::test_world();
+  const int n = world->size();
+  std::shared_ptr<Communicator> self = MpiCommunicator::self();
+  ParallelContext wide(world, ParallelLayout::create(n, 1, 1));
+  ParallelContext single(self, ParallelLayout::create(1, 1, 1));
+  Config config = testing::tiny_gpt_config(1, 1, "1f1b", 1);
+  config.train.global_batch = 8 * n;  // micro-batch 2 divides it at every dp
+  // The uninterrupted run: one process, unsharded, 6 steps.
+  GptTrainer reference(testing::plan_for(config, single), single);
+  const Run expected = train(reference, config, 0, 6);
+
+  config.optimizer.shard = true;
+  SECTION("dp = n -> dp = 1") {
+    GptTrainer first(testing::plan_for(config, wide), wide);
+    const Run before = train(first, config, 0, 3);
+    const auto saved = as_map(first.checkpoint_contents());  // collective over dp
+    GptTrainer second(testing::plan_for(config, single), single);
+    second.load_state_tensors(saved);
+    const Run after = train(second, config, 3, 3);
+    std::vector<double> losses = before.losses;
+    losses.insert(losses.end(), after.losses.begin(), after.losses.end());
+    CHECK(max_rel_diff(losses, expected.losses) < kLossTol);
+  }
+  SECTION("dp = 1 -> dp = n") {
+    GptTrainer first(testing::plan_for(config, single), single);
+    const Run before = train(first, config, 0, 3);
+    const auto saved = as_map(first.checkpoint_contents());
+    GptTrainer second(testing::plan_for(config, wide), wide);
+    second.load_state_tensors(saved);
+    const Run after = train(second, config, 3, 3);
+    std::vector<double> losses = before.losses;
+    losses.insert(losses.end(), after.losses.begin(), after.losses.end());
+    CHECK(max_rel_diff(losses, expected.losses) < kLossTol);
+  }
+}
