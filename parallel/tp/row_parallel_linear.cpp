@@ -13,7 +13,10 @@ RowParallelLinearImpl::RowParallelLinearImpl(const RowParallelLinearOptions& opt
   torch::NoGradGuard no_grad;
   const torch::Tensor full =
       torch::randn({options_.out_features(), options_.in_features()}) * options_.init_std();
-  weight = register_parameter("weight", split_last_dim(full, tp.rank(), tp.size()).contiguous());
+  // A copy, not a view of `full`: a view would keep all of `full` alive through its base (at
+  // tp = 1 the slice is the whole tensor), e.g. after a sharded optimizer moves the weight.
+  weight = register_parameter(
+      "weight", split_last_dim(full, tp.rank(), tp.size()).clone(at::MemoryFormat::Contiguous));
   if (options_.bias()) bias = register_parameter("bias", torch::zeros({options_.out_features()}));
 }
 

@@ -5,7 +5,8 @@
 // recompute from --set (parallel.tensor, parallel.pipeline, train.recompute, ...), dp = the rest.
 // Measured: bytes of live tensors (core/tensor_memory.h: a counting allocator in front of
 // LibTorch's), not the resident set. Parameters = their tensors; gradients = what building the
-// trainer added beyond them (DDP's buckets); optimizer state = what the first step left behind;
+// trainer added beyond them (DDP's buckets, and with optimizer.shard its slices); optimizer state
+// = what the first step left behind (with optimizer.shard: the trainer's count of its moments);
 // activations = the peak of live tensors during the next step above its start.
 // Theory (fp32, dropout 0, per rank; a = heads, t = tp, b = micro-batch):
 //   parameters 4 bytes each, gradients 4, AdamW 8 (two moments): 16 bytes per parameter;
@@ -126,12 +127,22 @@ int main(int argc, char** argv) {
   trainer.step(batch(2));
   const double activations = static_cast<double>(TensorMemory::peak() - after_first);
 
-  const double grads = static_cast<double>(built - at_start) - params;
-  const double optimizer = static_cast<double>(after_first - ready);
   const Theory th = theory(config, context.tp_size(), layers_here, first, last);
+  // Without sharding: what building the trainer added beyond the parameters (DDP's buckets) and
+  // what the first step left behind (AdamW's moments). With it the moments exist from the start,
+  // so the trainer's own count of them is taken and set apart.
+  const bool shard = config.optimizer.shard;
+  const double optimizer = shard ? static_cast<double>(trainer.optimizer_state_bytes())
+                                 : static_cast<double>(after_first - ready);
+  const double grads = static_cast<double>(built - at_start) - params - (shard ? optimizer : 0);
+  // ZeRO-1: the moments of this rank's slices (8/dp bytes per parameter), and DDP also holds the
+  // averaged gradient slice next to its buckets (4/dp).
+  const double grads_theory = th.params * (shard ? 1.0 + 1.0 / dp : 1.0);
+  const double optimizer_theory = 2 * th.params / (shard ? dp : 1);
   // Rows: this rank's measured figures and the theory, gathered to rank 0 in rank order.
-  torch::Tensor mine = torch::tensor(
-      {params, th.params, grads, optimizer, activations, th.activations}, torch::kDouble);
+  torch::Tensor mine = torch::tensor({params, th.params, grads, grads_theory, optimizer,
+                                      optimizer_theory, activations, th.activations},
+                                     torch::kDouble);
   const torch::Tensor all = world->all_gather(mine.unsqueeze(0));
   if (world->rank() == 0) {
     const double mib = 1024.0 * 1024.0;
@@ -139,12 +150,12 @@ int main(int argc, char** argv) {
       const auto row = all[r];
       const auto f = [&](int k) { return row[k].item<double>(); };
       std::printf(
-          "%-6s dp%d tp%d pp%d %-9s rank %d | params %7.1f MiB (theory %7.1f) | grads "
-          "%7.1f (theory %7.1f) | AdamW %7.1f (theory %7.1f) | activations %7.1f "
-          "(theory %7.1f, measured/theory %.2f)\n",
-          "memory", dp, context.tp_size(), context.pp_size(), config.train.recompute.c_str(), r,
-          f(0) / mib, f(1) / mib, f(2) / mib, f(1) / mib, f(3) / mib, 2 * f(1) / mib, f(4) / mib,
-          f(5) / mib, f(4) / f(5));
+          "%-6s dp%d tp%d pp%d %-9s %-5s rank %d | params %6.1f MiB (theory %6.1f) | grads "
+          "%6.1f (%6.1f) | AdamW %6.1f (%6.1f) | activations %6.1f (%6.1f, measured/theory "
+          "%.2f)\n",
+          "memory", dp, context.tp_size(), context.pp_size(), config.train.recompute.c_str(),
+          shard ? "zero1" : "", r, f(0) / mib, f(1) / mib, f(2) / mib, f(3) / mib, f(4) / mib,
+          f(5) / mib, f(6) / mib, f(7) / mib, f(6) / f(7));
     }
   }
   return 0;
