@@ -17,7 +17,8 @@
 //   plus the embedding output, the final norm and the logits with their softmax: 12sbh + 8sbV/t;
 //   a pipeline stage before the last keeps its output and the gradient it receives: 8sbh.
 //   selective recompute drops each block's s^2 term but one; full recompute keeps each block's
-//   input (4sbh) and one block's worth during its recomputation.
+//   input (4sbh), and one block's worth plus the gradient arriving at it (4sbh) during its
+//   recomputation.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -76,7 +77,7 @@ Theory theory(const Config& c, int tp, int layers_here, bool first_stage, bool l
   const double outside =
       (first_stage ? 4 * sbh : 0) + (last_stage ? 8 * sbh + 8 * s * b * v_padded / t : 8 * sbh);
   const std::string& mode = c.train.recompute;
-  const double stored = mode == "full"        ? layers_here * 4 * sbh + full_block
+  const double stored = mode == "full"        ? layers_here * 4 * sbh + full_block + 4 * sbh
                         : mode == "selective" ? layers_here * (full_block - s2) + s2
                                               : layers_here * full_block;
   th.activations = stored + outside;
