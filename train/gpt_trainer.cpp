@@ -253,6 +253,8 @@ CheckpointContents GptTrainer::checkpoint_contents() {
     const auto table = parameter_table(chunks_[c], schedule_.stage_of(context_.pp_rank(), chunk));
     out.parameters.insert(out.parameters.end(), table.begin(), table.end());
   }
+  // The gathered full moments live only as long as the contents: a sharded rank keeps 1/dp.
+  if (sharded_) optimizer_->state().clear();
   return out;
 }
 
