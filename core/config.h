@@ -44,6 +44,9 @@ struct ParallelConfig {
   int64_t data = 0;
   /// Rank order, fastest-varying axis first. Default "tp-dp-pp" (Megatron's).
   std::string order = "tp-dp-pp";
+  /// Sequence parallelism: LayerNorm, dropout and residual regions hold seq_len / tensor of the
+  /// sequence on each tp rank (needs tensor > 1). Default false.
+  bool sequence = false;
 };
 
 struct TrainConfig {

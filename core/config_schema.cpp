@@ -28,6 +28,9 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("data", c.parallel.data, kNonNegative,
             "expected dp, only checked (dp = world / (tensor*pipeline)); 0 = any");
     v.field("order", c.parallel.order, {}, "rank order, fastest axis first (tp-dp-pp)");
+    v.field("sequence", c.parallel.sequence,
+            "sequence parallelism: norms, dropout and residuals hold seq_len/tensor per tp rank "
+            "(needs tensor > 1)");
   });
   v.section("train", [&] {
     v.field("global_batch", c.train.global_batch, kPositive,

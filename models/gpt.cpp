@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "models/activation_checkpoint.h"
+#include "parallel/tp/sequence_parallel.h"
 #include "parallel/tp/tp_mappings.h"
 #include "parallel/tp/vocab_parallel_cross_entropy.h"
 
@@ -41,6 +42,16 @@ void check_gpt_layout(const Config& config) {
     throw ConfigError(str("parallel.tensor: ", tp, " does not divide model.heads=", m.heads,
                           " (valid: ", valid_divisors(m.heads), ")"));
   }
+  if (config.parallel.sequence && tp == 1) {
+    throw ConfigError(
+        "parallel.sequence: true splits the sequence over tensor-parallel ranks, but "
+        "parallel.tensor is 1 (set parallel.tensor > 1, or parallel.sequence: false)");
+  }
+  if (config.parallel.sequence && m.seq_len % tp != 0) {
+    throw ConfigError(str("parallel.sequence: true needs model.seq_len=", m.seq_len,
+                          " divisible by parallel.tensor=", tp,
+                          " (valid tensor sizes: ", valid_divisors(m.seq_len), ")"));
+  }
   if (config.parallel.pipeline > m.layers) {
     throw ConfigError(str("parallel.pipeline: ", config.parallel.pipeline,
                           " stages exceed model.layers=", m.layers, " (valid: 1 to ", m.layers,
@@ -62,7 +73,7 @@ GptOptions GptOptions::from_config(const ModelConfig& model, uint64_t seed) {
 }
 
 GptBlockImpl::GptBlockImpl(const GptOptions& options, Communicator& tp, TpDropout& dropout)
-    : options_(options), dropout_(&dropout) {
+    : options_(options), dropout_(&dropout), tp_(&tp) {
   TRIAX_CHECK(options.heads % tp.size() == 0 && options.hidden % options.heads == 0, "heads ",
               options.heads, " / hidden ", options.hidden, " do not fit tp ", tp.size());
   local_heads_ = options.heads / tp.size();
@@ -93,14 +104,16 @@ const torch::Tensor& GptBlockImpl::causal_bias(int64_t s) {
 }
 
 torch::Tensor GptBlockImpl::attention(const torch::Tensor& x) {
+  // With sequence parallelism x is this rank's part of the sequence: qkv gathers it.
+  const bool sp = sequence_parallel();
   const int64_t b = x.size(0);
-  const int64_t s = x.size(1);
+  const int64_t s = sp ? x.size(1) * tp_->size() : x.size(1);
   const int64_t d = options_.hidden / options_.heads;
   const int64_t n = b * local_heads_;
   // This rank's columns are [Q_r | K_r | V_r] (stride 3): its heads of each. One copy lays them
   // out head-major, so each of q, k, v is a contiguous [b * heads/tp, s, d] batch of matrices
   // and the batched matmuls below run on contiguous operands without further copies.
-  const auto parts = qkv(x)
+  const auto parts = (sp ? qkv->forward_gathered(x) : qkv(x))
                          .view({b, s, 3, local_heads_, d})
                          .permute({2, 0, 3, 1, 4})
                          .contiguous()
@@ -122,13 +135,30 @@ torch::Tensor GptBlockImpl::attention(const torch::Tensor& x) {
                                     : core(parts[0], parts[1], parts[2]);
   const torch::Tensor y =
       context.view({b, local_heads_, s, d}).transpose(1, 2).reshape({b, s, local_heads_ * d});
-  return proj(y);
+  return sp ? proj->forward_scattered(y) : proj(y);
+}
+
+bool GptBlockImpl::sequence_parallel() const {
+  return options_.sequence_parallel && is_training() && tp_->size() > 1;
+}
+
+torch::Tensor GptBlockImpl::mlp(const torch::Tensor& x) {
+  if (sequence_parallel()) return fc_out->forward_scattered(torch::gelu(fc->forward_gathered(x)));
+  return fc_out(torch::gelu(fc(x)));
 }
 
 torch::Tensor GptBlockImpl::forward(const torch::Tensor& x) {
   const double p = options_.dropout;
-  torch::Tensor h = x + dropout_->shared(attention(ln1(x)), p, is_training());
-  return h + dropout_->shared(fc_out(torch::gelu(fc(ln2(h)))), p, is_training());
+  // With sequence parallelism x is this rank's part of the sequence: the norms, dropout and
+  // residual adds run on it, and the layers gather it (qkv, fc) / scatter their output (proj,
+  // fc_out). Each tp rank then holds different rows, so residual dropout draws from the rank's
+  // own stream.
+  const bool sp = sequence_parallel();
+  const auto drop = [&](const torch::Tensor& t) {
+    return sp ? dropout_->tp_local(t, p, is_training()) : dropout_->shared(t, p, is_training());
+  };
+  torch::Tensor h = x + drop(attention(ln1(x)));
+  return h + drop(mlp(ln2(h)));
 }
 
 GptImpl::GptImpl(const GptOptions& options, Communicator& tp) : options_(options), tp_(&tp) {
@@ -176,6 +206,9 @@ torch::Tensor GptImpl::embed(const torch::Tensor& ids) {
               "ids must be [batch, seq<=", options_.seq_len, "], got ", ids.sizes());
   const torch::Tensor positions = torch::arange(ids.size(1), torch::kLong);
   const torch::Tensor h = token_embedding(ids) + position_embedding(positions).unsqueeze(0);
+  if (sequence_parallel()) {
+    return dropout_->tp_local(scatter_sequence(h, *tp_), options_.dropout, is_training());
+  }
   return dropout_->shared(h, options_.dropout, is_training());
 }
 
@@ -200,6 +233,12 @@ torch::Tensor GptImpl::run_layers(torch::Tensor h) {
 
 torch::Tensor GptImpl::local_logits(const torch::Tensor& h) {
   TRIAX_CHECK(options_.has_head, "this part of the model has no head");
+  if (sequence_parallel()) {  // gathers the sequence; its backward sums over tp (no f)
+    const torch::Tensor x = final_norm(h);
+    return options_.tie_embeddings
+               ? gathered_linear(x, token_embedding->weight, torch::Tensor(), *tp_)
+               : head->forward_gathered(x);
+  }
   const torch::Tensor x = final_norm(h);
   if (options_.tie_embeddings) {
     return torch::linear(copy_to_tp_region(x, *tp_), token_embedding->weight);
@@ -223,6 +262,27 @@ torch::Tensor GptImpl::loss(const torch::Tensor& ids, const torch::Tensor& targe
 
 torch::Tensor GptImpl::logits_from_hidden(const torch::Tensor& h) {
   return all_gather_last_dim(local_logits(h), *tp_).narrow(-1, 0, options_.vocab);
+}
+
+bool GptImpl::sequence_parallel() const {
+  return options_.sequence_parallel && is_training() && tp_->size() > 1;
+}
+
+std::vector<torch::Tensor> GptImpl::sequence_partial_parameters() {
+  std::vector<torch::Tensor> out;
+  if (!options_.sequence_parallel || tp_->size() == 1) return out;
+  for (const auto& item : named_parameters()) {
+    const std::string& name = item.key();
+    const auto ends_with = [&](const std::string& tail) {
+      return name.size() >= tail.size() &&
+             name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (name.find("ln1.") != std::string::npos || name.find("ln2.") != std::string::npos ||
+        name.rfind("final_norm.", 0) == 0 || ends_with("proj.bias") || ends_with("fc_out.bias")) {
+      out.push_back(item.value());
+    }
+  }
+  return out;
 }
 
 torch::Tensor GptImpl::full_logits(const torch::Tensor& ids) {

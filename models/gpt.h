@@ -49,6 +49,10 @@ struct GptOptions {
   /// block recomputes its attention core (scores, softmax, dropout: the s^2 activations).
   std::string recompute = "none";
   int64_t recompute_layers = 0;
+  /// parallel.sequence: in training, activations between the tensor-parallel regions are split
+  /// along the sequence over tp (parallel/tp/sequence_parallel.h); evaluation and generation
+  /// keep them whole.
+  bool sequence_parallel = false;
 
   /// The whole model of the `model:` section, with `seed`.
   static GptOptions from_config(const ModelConfig& model, uint64_t seed);
@@ -61,11 +65,15 @@ class GptBlockImpl : public torch::nn::Module {
 
  private:
   torch::Tensor attention(const torch::Tensor& x);
+  torch::Tensor mlp(const torch::Tensor& x);
+  /// Sequence parallelism is on for this forward (training, tp > 1).
+  bool sequence_parallel() const;
   /// [s, s]: 0 on and below the diagonal, -inf above (a token sees only its past); built once
   /// per sequence length, added to the scores inside the score matmul.
   const torch::Tensor& causal_bias(int64_t s);
   GptOptions options_;
   TpDropout* dropout_;
+  Communicator* tp_;
   int64_t local_heads_;
   torch::Tensor causal_bias_;
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
@@ -98,6 +106,12 @@ class GptImpl : public torch::nn::Module {
   torch::Tensor full_logits(const torch::Tensor& ids);
 
   const GptOptions& options() const { return options_; }
+  /// Sequence parallelism is on for this forward (training, tp > 1): hidden states between
+  /// blocks are this rank's [b, s/tp, hidden].
+  bool sequence_parallel() const;
+  /// Parameters whose gradients each tp rank computes from its part of the sequence only under
+  /// sequence parallelism (LayerNorms, row-parallel biases): they must be summed over tp.
+  std::vector<torch::Tensor> sequence_partial_parameters();
 
  private:
   GptOptions options_;

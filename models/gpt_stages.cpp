@@ -74,4 +74,24 @@ void all_reduce_tied_embedding_grads(std::vector<Gpt>& chunks, Communicator* emb
   }
 }
 
+void all_reduce_sequence_partial_grads(std::vector<Gpt>& chunks, Communicator& tp) {
+  std::vector<torch::Tensor> grads;
+  for (auto& chunk : chunks) {
+    for (auto& p : chunk->sequence_partial_parameters()) {
+      if (p.grad().defined()) grads.push_back(p.grad());
+    }
+  }
+  if (grads.empty()) return;
+  // One all-reduce for all of them (they are small: norms and biases).
+  std::vector<torch::Tensor> flat;
+  for (auto& g : grads) flat.push_back(g.reshape({-1}));
+  torch::Tensor sum = torch::cat(flat);
+  tp.all_reduce(sum, ReduceOp::kSum);
+  int64_t offset = 0;
+  for (auto& g : grads) {
+    g.copy_(sum.narrow(0, offset, g.numel()).view(g.sizes()));
+    offset += g.numel();
+  }
+}
+
 }  // namespace triax

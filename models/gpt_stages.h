@@ -31,4 +31,8 @@ GptOptions gpt_stage_options(const GptOptions& whole, int stage,
 /// Does nothing for an untied model.
 void all_reduce_tied_embedding_grads(std::vector<Gpt>& chunks, Communicator* embedding_group);
 
+/// Sequence parallelism: sums over tp the gradients each rank computed from its part of the
+/// sequence (Gpt::sequence_partial_parameters), in place. Nothing without it.
+void all_reduce_sequence_partial_grads(std::vector<Gpt>& chunks, Communicator& tp);
+
 }  // namespace triax

@@ -26,6 +26,7 @@ GptTrainer::GptTrainer(const RunPlan& run, ParallelContext& context)
       GptOptions::from_config(config_.model, static_cast<uint64_t>(config_.train.seed));
   whole.recompute = config_.train.recompute;
   whole.recompute_layers = config_.train.recompute_layers;
+  whole.sequence_parallel = config_.parallel.sequence;
   const auto& ranges = run.stage_layers;
   double counted_parameters = 0;
   for (int c = 0; c < v; ++c) {
@@ -73,9 +74,17 @@ GptTrainer::GptTrainer(const RunPlan& run, ParallelContext& context)
   torch::Tensor count = torch::tensor({static_cast<double>(counted_parameters)}, torch::kDouble);
   context_.model_parallel().all_reduce(count, ReduceOp::kSum);
   model_parameters_ = static_cast<int64_t>(std::llround(count.item<double>()));
+  // Between stages: [micro-batch, sequence, hidden]; in training with sequence parallelism each
+  // tp rank sends its part of the sequence. Evaluation keeps the whole sequence.
+  const int64_t seq = config_.model.seq_len;
+  const bool sp = config_.parallel.sequence && context_.tp_size() > 1;
   executor_ = std::make_unique<PipelineExecutor>(
-      context_.pp(),
-      std::vector<int64_t>{plan_.micro_batch, config_.model.seq_len, config_.model.hidden});
+      context_.pp(), std::vector<int64_t>{plan_.micro_batch, sp ? seq / context_.tp_size() : seq,
+                                          config_.model.hidden});
+  if (sp) {
+    eval_executor_ = std::make_unique<PipelineExecutor>(
+        context_.pp(), std::vector<int64_t>{plan_.micro_batch, seq, config_.model.hidden});
+  }
 }
 
 double GptTrainer::step(const torch::Tensor& tokens) {
@@ -115,10 +124,11 @@ double GptTrainer::evaluate_local(const torch::Tensor& local) {
   torch::NoGradGuard no_grad;
   for (auto& chunk : chunks_) chunk->eval();
   StageFunctions stage = stage_functions(local);
-  const bool tracing = executor_->tracing();
-  executor_->set_tracing(false);
-  const double loss = executor_->run(eval_schedule_, stage);
-  executor_->set_tracing(tracing);
+  PipelineExecutor& executor = eval_executor_ ? *eval_executor_ : *executor_;
+  const bool tracing = executor.tracing();
+  executor.set_tracing(false);
+  const double loss = executor.run(eval_schedule_, stage);
+  executor.set_tracing(tracing);
   for (auto& chunk : chunks_) chunk->train();
   torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
   context_.dp().all_reduce(mean, ReduceOp::kAvg);
@@ -158,6 +168,9 @@ double GptTrainer::step_local(const torch::Tensor& local) {
     phases_.ddp_wait += ddp->exposed_seconds();
   }
   auto t = Clock::now();
+  // Sums over tp and averages over dp commute: after DDP is as good as before, and leaves
+  // DDP's buckets untouched while their all-reduces are in flight.
+  all_reduce_sequence_partial_grads(chunks_, context_.tp());
   all_reduce_tied_embedding_grads(chunks_, context_.embedding());
   std::vector<torch::Tensor> grads, counted;
   for (size_t k = 0; k < params_.size(); ++k) {
@@ -185,6 +198,7 @@ double GptTrainer::finish_sharded_step(double loss, std::chrono::steady_clock::t
   // The tied embedding's two copies are summed before the reduce-scatter: their slices need not
   // line up across the first and last stage's buckets.
   auto t = Clock::now();
+  all_reduce_sequence_partial_grads(chunks_, context_.tp());
   all_reduce_tied_embedding_grads(chunks_, context_.embedding());
   phases_.clip = seconds_since(t);
   for (auto& ddp : ddp_) {

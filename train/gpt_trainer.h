@@ -102,6 +102,7 @@ class GptTrainer {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<ShardedAdamW> sharded_;
   std::unique_ptr<PipelineExecutor> executor_;
+  std::unique_ptr<PipelineExecutor> eval_executor_;  ///< sequence parallelism: whole sequences
   std::vector<torch::Tensor> params_;
   std::vector<bool> counted_in_norm_;
   std::vector<std::string> param_names_;

@@ -1,6 +1,7 @@
 #include "parallel/tp/column_parallel_linear.h"
 
 #include "core/error.h"
+#include "parallel/tp/sequence_parallel.h"
 #include "parallel/tp/tp_mappings.h"
 
 namespace triax {
@@ -39,6 +40,11 @@ torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
   }
   // Padding columns exist only to make the split even; they are not part of the output.
   return spec_.padded_size > spec_.full_size ? full.narrow(-1, 0, spec_.full_size) : full;
+}
+
+torch::Tensor ColumnParallelLinearImpl::forward_gathered(const torch::Tensor& x) {
+  TRIAX_CHECK(!options_.gather_output(), "forward_gathered is for layers that keep Y split");
+  return gathered_linear(x, weight, bias, *tp_);
 }
 
 std::map<std::string, ShardSpec> ColumnParallelLinearImpl::shard_specs() const {

@@ -33,6 +33,10 @@ class ColumnParallelLinearImpl : public torch::nn::Module, public ShardedModule 
   ColumnParallelLinearImpl(const ColumnParallelLinearOptions& options, Communicator& tp);
   /// [..., in] -> [..., out / tp] (or [..., out] with gather_output).
   torch::Tensor forward(const torch::Tensor& x);
+  /// Sequence parallelism: `x` is this rank's part of the sequence [b, s/tp, in]; it is
+  /// all-gathered along the sequence inside the layer (gathered_linear, whose backward sums the
+  /// input gradients over tp, so f is left out). Not for gather_output layers.
+  torch::Tensor forward_gathered(const torch::Tensor& x);
   std::map<std::string, ShardSpec> shard_specs() const override;
   const ColumnParallelLinearOptions& options() const { return options_; }
 

@@ -29,6 +29,9 @@ class RowParallelLinearImpl : public torch::nn::Module, public ShardedModule {
   RowParallelLinearImpl(const RowParallelLinearOptions& options, Communicator& tp);
   /// [..., in / tp] (input_is_parallel) or [..., in] -> [..., out].
   torch::Tensor forward(const torch::Tensor& x);
+  /// Sequence parallelism: the partial sums are reduce-scattered along the sequence (dim 1)
+  /// instead of all-reduced; the bias is added to this rank's rows. Input split by columns.
+  torch::Tensor forward_scattered(const torch::Tensor& x);
   std::map<std::string, ShardSpec> shard_specs() const override;
 
   torch::Tensor weight;  ///< [out, in / tp]

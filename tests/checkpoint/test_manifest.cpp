@@ -157,7 +157,7 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
   std::string written = read_all(again.path());
   for (const std::string key :
        {"    bucketed: true\n", "    recompute: \"none\"\n", "    recompute_layers: 0\n",
-        "  optimizer:\n    shard: false\n"}) {
+        "  optimizer:\n    shard: false\n", "    sequence: false\n"}) {
     const auto at = written.find(key);
     REQUIRE(at != std::string::npos);
     written.erase(at, key.size());

@@ -2,7 +2,8 @@
 # Benchmark (not a test): per-rank training memory, measured (bytes of live tensors, a counting
 # allocator) next to the analytic model, for the main job's GPT scaled up (hidden 512, 8 layers,
 # 8 heads, sequence 256, micro-batch 4, fp32, AdamW): the baseline and activation recompute
-# (selective, full) and ZeRO-1 (optimizer.shard), in layouts from 1 to 8 ranks. Formulas: tools/bench/memory_bench.cpp and
+# (selective, full), ZeRO-1 (optimizer.shard) and sequence parallelism (parallel.sequence), in
+# layouts from 1 to 8 ranks. Formulas: tools/bench/memory_bench.cpp and
 # docs/memory.md. Each row is the first rank and, with a pipeline, the last (stages differ).
 #   tools/bench/memory.sh [MAX_RANKS]        (default 8)
 set -euo pipefail
@@ -10,11 +11,12 @@ cd "$(dirname "$0")/../.."
 max=${1:-8}
 [ -x build/triax_bench_memory ] || { echo "build first: tools/setup.sh build" >&2; exit 2; }
 echo "$(nproc) cores, $(date -u +%F); MiB per rank; goal: measured within 10% of theory"
-row() {  # RANKS TP PP RECOMPUTE [SHARD]
+row() {  # RANKS TP PP RECOMPUTE [SHARD [SEQUENCE]]
   [ "$1" -le "$max" ] || return 0
   mpirun -np "$1" build/triax_bench_memory --set parallel.tensor="$2" --set parallel.pipeline="$3" \
-    --set train.recompute="$4" --set optimizer.shard="${5:-false}" | grep '^memory' |
-    sed -n '1p;$p' | uniq | sed 's/^memory //'
+    --set train.recompute="$4" --set optimizer.shard="${5:-false}" \
+    --set parallel.sequence="${6:-false}" | grep '^memory' | sed -n '1p;$p' | uniq |
+    sed 's/^memory //'
 }
 for recompute in none selective full; do row 1 1 1 "$recompute"; done
 row 2 1 1 none
@@ -29,3 +31,9 @@ row 4 1 1 none
 row 4 1 1 none true
 row 8 2 1 none true
 row 8 2 2 full true
+# sequence parallelism (parallel.sequence): the replicated activations split over tp as well
+row 2 2 1 none false true
+row 4 4 1 none false true
+row 4 2 2 none false true
+row 4 2 2 full false true
+row 8 2 2 full true true

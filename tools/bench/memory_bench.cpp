@@ -16,6 +16,8 @@
 //   q, k, v 12/t, attention output 4/t, GELU input and output 32/t; softmax output 4as^2b/t),
 //   plus the embedding output, the final norm and the logits with their softmax: 12sbh + 8sbV/t;
 //   a pipeline stage before the last keeps its output and the gradient it receives: 8sbh.
+//   Sequence parallelism (parallel.sequence) divides every sbh term above by t as well: the
+//   column-parallel layers keep their input's local part and gather it again in backward.
 //   selective recompute drops each block's s^2 term but one; full recompute keeps each block's
 //   input (4sbh), and one block's worth plus the gradient arriving at it (4sbh) during its
 //   recomputation.
@@ -70,17 +72,23 @@ Theory theory(const Config& c, int tp, int layers_here, bool first_stage, bool l
   if (last_stage) th.params += 2 * h;   // final norm
   th.params *= 4;
 
+  // Sequence parallelism splits what tensor parallelism leaves replicated by tp as well.
+  const double r = c.parallel.sequence && tp > 1 ? 1.0 / t : 1.0;
   const double sbh = s * b * h;
   const double s2 = 4 * a * s * s * b / t;  // softmax output of one block
-  const double full_block = sbh * (16 + 48 / t) + s2;
+  const double full_block = sbh * (16 * r + 48 / t) + s2;
   // A stage before the last also holds its output and the gradient received for it.
-  const double outside =
-      (first_stage ? 4 * sbh : 0) + (last_stage ? 8 * sbh + 8 * s * b * v_padded / t : 8 * sbh);
+  const double outside = (first_stage ? 4 * sbh * r : 0) +
+                         (last_stage ? 8 * sbh * r + 8 * s * b * v_padded / t : 8 * sbh * r);
   const std::string& mode = c.train.recompute;
-  const double stored = mode == "full"        ? layers_here * 4 * sbh + full_block + 4 * sbh
+  const double stored = mode == "full"        ? (layers_here + 1) * 4 * sbh * r + full_block
                         : mode == "selective" ? layers_here * (full_block - s2) + s2
                                               : layers_here * full_block;
-  th.activations = stored + outside;
+  // A recomputed block's backward under sequence parallelism also holds, for a moment, its
+  // gathered input, the whole-sequence input gradient and that gradient's copy for the
+  // reduce-scatter (3 x 4sbh); with everything else split, that transient is the peak's edge.
+  const double gather_transient = mode == "full" && r < 1 ? 12 * sbh : 0;
+  th.activations = stored + outside + gather_transient;
   return th;
 }
 
@@ -151,12 +159,13 @@ int main(int argc, char** argv) {
       const auto row = all[r];
       const auto f = [&](int k) { return row[k].item<double>(); };
       std::printf(
-          "%-6s dp%d tp%d pp%d %-9s %-5s rank %d | params %6.1f MiB (theory %6.1f) | grads "
+          "%-6s dp%d tp%d pp%d %-9s %-8s rank %d | params %6.1f MiB (theory %6.1f) | grads "
           "%6.1f (%6.1f) | AdamW %6.1f (%6.1f) | activations %6.1f (%6.1f, measured/theory "
           "%.2f)\n",
           "memory", dp, context.tp_size(), context.pp_size(), config.train.recompute.c_str(),
-          shard ? "zero1" : "", r, f(0) / mib, f(1) / mib, f(2) / mib, f(3) / mib, f(4) / mib,
-          f(5) / mib, f(6) / mib, f(7) / mib, f(6) / f(7));
+          (std::string(shard ? "zero1" : "") + (config.parallel.sequence ? "+sp" : "")).c_str(), r,
+          f(0) / mib, f(1) / mib, f(2) / mib, f(3) / mib, f(4) / mib, f(5) / mib, f(6) / mib,
+          f(7) / mib, f(6) / f(7));
     }
   }
   return 0;
