@@ -16,16 +16,6 @@ bool dense_fp32(const torch::Tensor& t) {
          t.is_contiguous() && !t.is_sparse();
 }
 
-struct Coefficients {
-  float decay;  // 1 - lr * weight_decay
-  float beta1, one_minus_beta1;
-  float beta2, one_minus_beta2;
-  float sqrt_bias2;  // sqrt(1 - beta2^t)
-  float eps;
-  float step_size;  // lr / (1 - beta1^t)
-  bool decays;
-};
-
 // Four lanes at a time where SSE2 exists (every x86-64): the compiler will not vectorise the
 // scalar loop itself, because std::sqrt may set errno. Same operations in the same order in
 // both loops, so a lane and the scalar tail round alike.

@@ -135,11 +135,26 @@ double GptTrainer::evaluate_local(const torch::Tensor& local) {
   return mean.item<double>();
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+double GptTrainer::finish_step(double loss, Clock::time_point start) {
+  const auto t = Clock::now();
+  torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
+  context_.dp().all_reduce(mean, ReduceOp::kAvg);
+  phases_.loss_sync = seconds_since(t);
+  phases_.total = seconds_since(start);
+  return mean.item<double>();
+}
+
 double GptTrainer::step_local(const torch::Tensor& local) {
-  using Clock = std::chrono::steady_clock;
-  const auto seconds_since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
   const auto start = Clock::now();
   phases_ = StepPhases();
   for (auto& ddp : ddp_) ddp->zero_grad();
@@ -182,19 +197,10 @@ double GptTrainer::step_local(const torch::Tensor& local) {
   t = Clock::now();
   optimizer_->step();
   phases_.optimizer = seconds_since(t);
-  t = Clock::now();
-  torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
-  context_.dp().all_reduce(mean, ReduceOp::kAvg);
-  phases_.loss_sync = seconds_since(t);
-  phases_.total = seconds_since(start);
-  return mean.item<double>();
+  return finish_step(loss, start);
 }
 
-double GptTrainer::finish_sharded_step(double loss, std::chrono::steady_clock::time_point start) {
-  using Clock = std::chrono::steady_clock;
-  const auto seconds_since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
+double GptTrainer::finish_sharded_step(double loss, Clock::time_point start) {
   // The tied embedding's two copies are summed before the reduce-scatter: their slices need not
   // line up across the first and last stage's buckets.
   auto t = Clock::now();
@@ -208,12 +214,7 @@ double GptTrainer::finish_sharded_step(double loss, std::chrono::steady_clock::t
   t = Clock::now();
   grad_norm_ = sharded_->clip_and_step(config_.train.clip_grad);  // norm, update, all-gather
   phases_.optimizer = seconds_since(t);
-  t = Clock::now();
-  torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
-  context_.dp().all_reduce(mean, ReduceOp::kAvg);
-  phases_.loss_sync = seconds_since(t);
-  phases_.total = seconds_since(start);
-  return mean.item<double>();
+  return finish_step(loss, start);
 }
 
 int64_t GptTrainer::optimizer_state_bytes() const {

@@ -88,6 +88,8 @@ class GptTrainer {
  private:
   /// With a sharded optimizer: tied sum, reduce-scatter, norm + update + all-gather, loss.
   double finish_sharded_step(double loss, std::chrono::steady_clock::time_point start);
+  /// Both kinds of step end here: the loss averaged over dp, and the step's total time.
+  double finish_step(double loss, std::chrono::steady_clock::time_point start);
   /// The executor's forward and loss over this rank's share `local` (checked).
   StageFunctions stage_functions(const torch::Tensor& local);
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "parallel/dp/grad_norm.h"
 #include "train/fused_adamw.h"
 
 namespace triax {
@@ -46,10 +47,7 @@ double ShardedAdamW::clip_and_step(double max_norm) {
       if (s.counted) counted.push_back(part.view.grad_shard.narrow(0, s.begin, s.end - s.begin));
     }
   }
-  torch::Tensor squares = torch::zeros({1}, torch::kDouble);
-  if (!counted.empty()) {
-    squares += torch::stack(at::_foreach_norm(counted)).to(torch::kDouble).square().sum();
-  }
+  torch::Tensor squares = sum_of_squares(counted);
   dp_.all_reduce(squares, ReduceOp::kSum);  // the slices of one replica
   model_parallel_.all_reduce(squares, ReduceOp::kSum);
   const double norm = std::sqrt(squares.item<double>());

@@ -50,6 +50,7 @@ DistributedDataParallel::DistributedDataParallel(
     for (size_t k : members) {
       torch::Tensor& p = params_[k].second;
       views_[k] = bucket.buffer.narrow(0, offset, p.numel()).view(p.sizes());
+      bucket.offsets.push_back(offset);
       if (options_.shard) {
         // The parameter now lives in the flat buffer: one slice of it is this rank's shard.
         torch::NoGradGuard no_grad;
@@ -139,9 +140,9 @@ DdpBucketView DistributedDataParallel::bucket_view(int i) const {
   view.grad_shard = bucket.grad_shard;
   view.shard_size = bucket.grad_shard.defined() ? bucket.grad_shard.numel() : 0;
   view.shard_begin = view.shard_size * dp_.rank();
-  for (size_t k : bucket.members) {
-    const int64_t offset = views_[k].data_ptr<float>() - bucket.buffer.data_ptr<float>();
-    view.members.push_back({k, offset, views_[k].numel()});
+  for (size_t m = 0; m < bucket.members.size(); ++m) {
+    const size_t k = bucket.members[m];
+    view.members.push_back({k, bucket.offsets[m], views_[k].numel()});
   }
   return view;
 }

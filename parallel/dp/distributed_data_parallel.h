@@ -81,9 +81,10 @@ class DistributedDataParallel : public GradientSync {
  private:
   struct Bucket {
     torch::Tensor buffer;
-    torch::Tensor params;         // shard mode: the flat parameters
-    torch::Tensor grad_shard;     // shard mode: this rank's averaged slice
-    std::vector<size_t> members;  // indices into params_
+    torch::Tensor params;          // shard mode: the flat parameters
+    torch::Tensor grad_shard;      // shard mode: this rank's averaged slice
+    std::vector<size_t> members;   // indices into params_
+    std::vector<int64_t> offsets;  // each member's first element in the buffer
     int pending = 0;
     WorkPtr work;
   };

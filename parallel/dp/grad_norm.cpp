@@ -4,20 +4,25 @@
 
 namespace triax {
 
-double clip_grad_norm(const std::vector<torch::Tensor>& all,
-                      const std::vector<torch::Tensor>& counted, double max_norm,
-                      Communicator& model_parallel) {
+torch::Tensor sum_of_squares(const std::vector<torch::Tensor>& tensors) {
   // One norm per tensor in its own dtype (a single vectorised pass; fp32 accumulation is good to
   // ~1e-7 relative), squared and summed in double: one op per tensor where a double copy of each
-  // gradient took four (0.75 -> 0.53 ms of a 45 ms step on the comparison GPT).
+  // took four (0.75 -> 0.53 ms of a 45 ms step on the comparison GPT).
   std::vector<torch::Tensor> present;
-  for (const auto& g : counted) {
-    if (g.defined()) present.push_back(g);
+  for (const auto& t : tensors) {
+    if (t.defined()) present.push_back(t);
   }
   torch::Tensor squares = torch::zeros({1}, torch::kDouble);
   if (!present.empty()) {
     squares += torch::stack(at::_foreach_norm(present)).to(torch::kDouble).square().sum();
   }
+  return squares;
+}
+
+double clip_grad_norm(const std::vector<torch::Tensor>& all,
+                      const std::vector<torch::Tensor>& counted, double max_norm,
+                      Communicator& model_parallel) {
+  torch::Tensor squares = sum_of_squares(counted);
   model_parallel.all_reduce(squares, ReduceOp::kSum);
   const double norm = std::sqrt(squares.item<double>());
   if (max_norm > 0 && norm > max_norm) {

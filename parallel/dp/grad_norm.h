@@ -21,6 +21,10 @@
 
 namespace triax {
 
+/// Sum of the squares of every element of `tensors` (undefined ones skipped), in double: one fp32
+/// norm per tensor, squared and summed in double. A [1] kDouble tensor, ready to all-reduce.
+torch::Tensor sum_of_squares(const std::vector<torch::Tensor>& tensors);
+
 /// Returns the global norm before clipping; max_norm <= 0 only measures.
 double clip_grad_norm(const std::vector<torch::Tensor>& all,
                       const std::vector<torch::Tensor>& counted, double max_norm,

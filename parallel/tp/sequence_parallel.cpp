@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "core/error.h"
+#include "parallel/tp/autograd_comm.h"
 
 namespace triax {
 namespace {
@@ -26,13 +27,6 @@ torch::Tensor slice_dim1(const torch::Tensor& x, Communicator& tp) {
               " is not divisible by tp=", tp.size());
   const int64_t part = x.size(1) / tp.size();
   return x.narrow(1, tp.rank() * part, part).contiguous();
-}
-
-void save_comm(AutogradContext* ctx, Communicator& comm) {
-  ctx->saved_data["comm"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(&comm));
-}
-Communicator& saved_comm(AutogradContext* ctx) {
-  return *reinterpret_cast<Communicator*>(static_cast<intptr_t>(ctx->saved_data["comm"].toInt()));
 }
 
 struct GatherSequence : torch::autograd::Function<GatherSequence> {

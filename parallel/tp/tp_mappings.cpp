@@ -3,21 +3,13 @@
 #include <cstdint>
 
 #include "core/error.h"
+#include "parallel/tp/autograd_comm.h"
 
 namespace triax {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
-
-// Autograd contexts hold IValues; the communicator outlives every graph built over it, so its
-// address is kept as an integer.
-void save_comm(AutogradContext* ctx, Communicator& comm) {
-  ctx->saved_data["comm"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(&comm));
-}
-Communicator& saved_comm(AutogradContext* ctx) {
-  return *reinterpret_cast<Communicator*>(static_cast<intptr_t>(ctx->saved_data["comm"].toInt()));
-}
 
 torch::Tensor summed(const torch::Tensor& x, Communicator& comm) {
   torch::Tensor out = x.clone(at::MemoryFormat::Contiguous);
