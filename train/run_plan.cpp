@@ -99,6 +99,22 @@ void open_data(RunPlan& plan, DataCheck check) {
   }
 }
 
+// Recompute and sequence parallelism are the GPT block's: the MLP would silently ignore them.
+void check_gpt_only_options(const Config& config) {
+  if (config.model.arch == "gpt") return;
+  if (config.train.recompute != "none") {
+    throw ConfigError(str("train.recompute: '", config.train.recompute,
+                          "' recomputes GPT blocks; model.arch is '", config.model.arch,
+                          "' (set train.recompute: none)"));
+  }
+  if (config.parallel.sequence) {
+    throw ConfigError(
+        str("parallel.sequence: true splits GPT activations along the sequence; "
+            "model.arch is '",
+            config.model.arch, "' (set parallel.sequence: false)"));
+  }
+}
+
 // ZeRO-1 shards AdamW's moments over DDP's buckets, so it needs both (and the GPT trainer).
 void check_sharded_optimizer(const Config& config) {
   if (!config.optimizer.shard) return;
@@ -131,6 +147,7 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
     check_mlp_layout(config);
   }
   plan.batch = BatchPlan::create(config.train, plan.layout.dp_size());
+  check_gpt_only_options(config);
   check_sharded_optimizer(config);
   if (plan.model == ModelKind::kGpt) {
     const int stages = static_cast<int>(config.parallel.pipeline * config.schedule.chunks_per_rank);
