@@ -111,6 +111,10 @@ struct DdpConfig {
   /// Buckets overlapped with backward; false = one all-reduce per parameter after backward (the
   /// baseline the DDP benchmark compares against). Default true.
   bool bucketed = true;
+  /// Node-aware gradient all-reduce: reduce-scatter inside each node, all-reduce across nodes,
+  /// all-gather inside. "auto" (default): when the dp group spans nodes with the same number of
+  /// its ranks (at least 2) on each; "true": whenever the counts are equal; "false": flat.
+  std::string hierarchical = "auto";
 };
 
 struct OptimizerConfig {

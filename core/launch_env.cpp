@@ -87,6 +87,7 @@ LaunchEnv detect_launch(const EnvMap& env) {
     const std::string agent = string_var(env, "TORCHELASTIC_USE_AGENT_STORE");
     launch.agent_store = torchrun && (agent == "True" || agent == "true" || agent == "1");
     launch.restart_count = int_var(env, "TORCHELASTIC_RESTART_COUNT", 0, 0);
+    launch.node_index = torchrun ? int_var(env, "GROUP_RANK", -1, 0) : -1;
     check_rank_in_world(launch, "RANK", "WORLD_SIZE");
   } else if (has(env, "HYDI_CONTROL_FD") || has(env, "MPI_LOCALRANKID")) {
     launch.launcher = Launcher::kHydra;
@@ -101,6 +102,7 @@ LaunchEnv detect_launch(const EnvMap& env) {
     launch.rank = int_var(env, "SLURM_PROCID", 0, 0);
     launch.local_rank = int_var(env, "SLURM_LOCALID", 0, 0);
     const int node = int_var(env, "SLURM_NODEID", 0, 0);
+    launch.node_index = has(env, "SLURM_NODEID") ? node : -1;
     const std::string per_node = has(env, "SLURM_STEP_TASKS_PER_NODE")
                                      ? string_var(env, "SLURM_STEP_TASKS_PER_NODE")
                                      : string_var(env, "SLURM_TASKS_PER_NODE");

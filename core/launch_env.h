@@ -28,8 +28,11 @@ struct LaunchEnv {
   int world_size = 1;        ///< number of processes the launcher started
   int local_rank = 0;        ///< rank among the processes on this node
   int local_world_size = 1;  ///< processes on this node
-  std::string master_addr;   ///< torchrun/env rendezvous address (empty otherwise)
-  int master_port = 0;       ///< torchrun/env rendezvous port (0 otherwise)
+  /// The node's index where the launcher gives one (srun SLURM_NODEID, torchrun GROUP_RANK),
+  /// -1 otherwise (mpirun: nodes are told apart by hostname).
+  int node_index = -1;
+  std::string master_addr;  ///< torchrun/env rendezvous address (empty otherwise)
+  int master_port = 0;      ///< torchrun/env rendezvous port (0 otherwise)
   /// torchrun's agent already serves the TCP store at master_addr:master_port; ranks join it
   /// as clients under the prefix "/worker/attempt_<restart_count>".
   bool agent_store = false;

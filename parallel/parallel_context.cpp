@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "parallel/comm/gather_text.h"
+#include "parallel/comm/hierarchical_communicator.h"
 
 namespace triax {
 namespace {
@@ -32,7 +34,8 @@ std::unique_ptr<Communicator> split_named(Communicator& world, const RankGroups&
 
 }  // namespace
 
-ParallelContext::ParallelContext(std::shared_ptr<Communicator> world, ParallelLayout layout)
+ParallelContext::ParallelContext(std::shared_ptr<Communicator> world, ParallelLayout layout,
+                                 const std::string& node_key)
     : world_(std::move(world)), layout_(std::move(layout)) {
   TRIAX_CHECK(world_ != nullptr, "ParallelContext needs a world communicator");
   TRIAX_CHECK(world_->size() == layout_.world_size(), "the world communicator has ", world_->size(),
@@ -50,6 +53,65 @@ ParallelContext::ParallelContext(std::shared_ptr<Communicator> world, ParallelLa
   embedding_ = split_named(*world_, layout_.embedding_groups(), "embedding");
   TRIAX_CHECK(tp_->rank() == coord_.tp && dp_->rank() == coord_.dp && pp_->rank() == coord_.pp,
               "sub-communicator ranks disagree with the layout");
+  nodes_ = NodeTopology(all_gather_text(*world_, node_key));
+}
+
+std::string ParallelContext::table() const {
+  return layout_.table(&nodes_) + str("nodes: ", nodes_.summary(), "\n");
+}
+
+std::string ParallelContext::tp_span_warning() const {
+  std::vector<std::string> crossing;
+  for (const std::vector<int>& group : layout_.groups(Axis::kTp)) {
+    if (nodes_.spans_nodes(group)) {
+      crossing.push_back(str(format_group(group), " (", nodes_.describe(group), ")"));
+    }
+  }
+  if (crossing.empty()) return "";
+  return str("tensor-parallel group(s) ", join(crossing, ", "),
+             " span nodes: every layer's tp collectives cross the slow inter-node link. It works, "
+             "but slowly; keep tp within a node: parallel.tensor <= ranks per node (",
+             nodes_.ranks_on(nodes_.node_of(rank())).size(),
+             " here) and tp fastest in parallel.order (tp-dp-pp), with each node's ranks "
+             "numbered consecutively (the launchers' default)");
+}
+
+Communicator& ParallelContext::dp_for_gradients(const std::string& mode) {
+  if (dp_chosen_) return dp_hierarchical_ ? *dp_hierarchical_ : *dp_;
+  dp_chosen_ = true;
+  const std::vector<int> members = layout_.group_of(Axis::kDp, rank());
+  std::vector<int> node_of_member;
+  for (int r : members) node_of_member.push_back(nodes_.node_of(r));
+  const std::vector<int> spanned = nodes_.nodes_of(members);
+  const size_t per_node = members.size() / spanned.size();
+  bool even = members.size() % spanned.size() == 0;
+  for (int node : spanned) {
+    even = even && static_cast<size_t>(
+                       std::count(node_of_member.begin(), node_of_member.end(), node)) == per_node;
+  }
+  // Every rank of the dp group sees the same members and nodes, so all decide alike.
+  bool use = false;
+  if (mode == "true") {
+    use = true;  // unequal counts are refused by the communicator, naming them
+    dp_choice_ = "ddp.hierarchical: true";
+  } else if (mode == "auto") {
+    use = spanned.size() > 1 && even && per_node >= 2;
+    dp_choice_ = use ? str("ddp.hierarchical: auto, the dp group spans ", spanned.size(),
+                           " nodes with ", per_node, " ranks on each")
+                     : str("ddp.hierarchical: auto, flat (the dp group ",
+                           spanned.size() == 1 ? "is inside one node"
+                           : !even             ? "has unequal ranks per node"
+                                               : "has one rank per node",
+                           ")");
+  } else {
+    dp_choice_ = "ddp.hierarchical: false";
+  }
+  if (use) {
+    dp_hierarchical_ = std::make_unique<HierarchicalCommunicator>(*dp_, node_of_member);
+    dp_choice_ += str(" -> reduce-scatter in node, all-reduce across ", spanned.size(),
+                      " node(s), all-gather in node");
+  }
+  return dp_hierarchical_ ? *dp_hierarchical_ : *dp_;
 }
 
 int ParallelContext::prev_stage_rank() const {

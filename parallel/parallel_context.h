@@ -3,20 +3,26 @@
 // A ParallelLayout made real: this rank's coordinates and one sub-communicator per group it
 // belongs to (TP, DP, PP, model-parallel, and the embedding group of the first and last pipeline
 // stages). Built collectively by every rank of `world`, after the layout has been validated.
+// It also learns the nodes: every rank's node key is gathered into a NodeTopology, which the group
+// table shows, which warns when a tensor-parallel group crosses nodes, and which the node-aware
+// data-parallel all-reduce (ddp.hierarchical) is built from.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "parallel/comm/communicator.h"
+#include "parallel/node_topology.h"
 #include "parallel/parallel_layout.h"
 
 namespace triax {
 
 class ParallelContext {
  public:
-  /// Collective over `world`; world->size() must equal layout.world_size().
-  ParallelContext(std::shared_ptr<Communicator> world, ParallelLayout layout);
+  /// Collective over `world`; world->size() must equal layout.world_size(). `node_key`: this
+  /// rank's node (local_node_key(); tests pass made-up ones to place ranks on pretend nodes).
+  ParallelContext(std::shared_ptr<Communicator> world, ParallelLayout layout,
+                  const std::string& node_key = local_node_key(-1));
 
   const ParallelLayout& layout() const { return layout_; }
   int rank() const { return world_->rank(); }
@@ -46,11 +52,29 @@ class ParallelContext {
   /// "[rank 5 dp1 tp1 pp1]", the prefix of this rank's messages.
   std::string prefix() const;
 
+  const NodeTopology& nodes() const { return nodes_; }
+  /// The layout's group table with the node(s) each group lives on, and the node summary.
+  std::string table() const;
+  /// Messages for tensor-parallel groups that cross nodes (they work, but each layer's
+  /// collectives then take the slow link); empty when every tp group is inside one node.
+  std::string tp_span_warning() const;
+
+  /// The dp group for gradient all-reduces under ddp.hierarchical = `mode` (auto|true|false):
+  /// the node-aware HierarchicalCommunicator, or dp() itself. Collective over dp on first use.
+  Communicator& dp_for_gradients(const std::string& mode);
+  /// Whether dp_for_gradients chose the hierarchical all-reduce, and why (for the log).
+  bool hierarchical_dp() const { return dp_hierarchical_ != nullptr; }
+  const std::string& dp_choice() const { return dp_choice_; }
+
  private:
   std::shared_ptr<Communicator> world_;
   ParallelLayout layout_;
   RankCoord coord_;
   std::unique_ptr<Communicator> tp_, dp_, pp_, model_parallel_, embedding_;
+  NodeTopology nodes_;
+  std::unique_ptr<Communicator> dp_hierarchical_;
+  bool dp_chosen_ = false;
+  std::string dp_choice_;
 };
 
 }  // namespace triax

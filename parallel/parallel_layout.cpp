@@ -41,11 +41,11 @@ std::array<Axis, 3> parse_order(const std::string& order) {
   return axes;
 }
 
+}  // namespace
+
 std::string format_group(const std::vector<int>& group) {
   return str("[", join(group, ","), "]");
 }
-
-}  // namespace
 
 const char* axis_name(Axis axis) {
   return kAxisNames[static_cast<size_t>(axis)].c_str();
@@ -175,14 +175,18 @@ RankGroups ParallelLayout::embedding_groups() const {
   return result;
 }
 
-std::string ParallelLayout::table() const {
+std::string ParallelLayout::table(const NodeTopology* nodes) const {
   std::ostringstream out;
   out << "layout: world " << world_size_ << " = dp " << dp_size() << " x tp " << tp_size()
       << " x pp " << pp_size() << ", order " << order_string() << " (" << axis_name(order_[0])
       << " fastest)\n";
   const auto section = [&](const char* name, const RankGroups& groups) {
     for (size_t i = 0; i < groups.size(); ++i) {
-      out << "  " << name << " group " << i << ": " << format_group(groups[i]) << "\n";
+      out << "  " << name << " group " << i << ": " << format_group(groups[i]);
+      if (nodes != nullptr && nodes->world_size() == world_size_) {
+        out << " on " << nodes->describe(groups[i]);
+      }
+      out << "\n";
     }
   };
   section("tp", groups(Axis::kTp));

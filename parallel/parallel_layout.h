@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "parallel/node_topology.h"
 
 namespace triax {
 
@@ -33,6 +34,9 @@ struct RankCoord {
 };
 
 using RankGroups = std::vector<std::vector<int>>;
+
+/// "[0,2,4]".
+std::string format_group(const std::vector<int>& group);
 
 class ParallelLayout {
  public:
@@ -65,8 +69,9 @@ class ParallelLayout {
   /// Per PP group: its first and last stage (they share the tied embedding). One rank when pp=1.
   RankGroups embedding_groups() const;
 
-  /// Human-readable table: a header and one line per group.
-  std::string table() const;
+  /// Human-readable table: a header and one line per group; with `nodes`, each group's node(s)
+  /// ("tp group 0: [0,1] on n1", "pp group 0: [0,4] on n1+n2").
+  std::string table(const NodeTopology* nodes = nullptr) const;
 
  private:
   ParallelLayout() = default;

@@ -288,13 +288,18 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
         config, launch, process_env(),
         static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), cpus_available());
     torch::set_num_threads(threads.threads);
-    ParallelContext context(world->communicator(), plan->layout);
+    ParallelContext context(world->communicator(), plan->layout, local_node_key(launch.node_index));
     log::set_prefix(context.prefix());
     log::set_is_root(context.rank() == 0);
     log::info(str("launch: ", launch.describe(), ", backend ", world->backend(), ", ",
                   torch::get_num_threads(), " compute thread(s) per rank (", threads.source, ")"));
     if (threads.oversubscribed && launch.local_rank == 0) log::warn(threads.warning);
-    log::info(plan->layout.table() + "resolved configuration:\n" + to_yaml(config));
+    context.dp_for_gradients(config.ddp.hierarchical);  // collective: every dp group decides now
+    log::info(context.table() + context.dp_choice() + "\nresolved configuration:\n" +
+              to_yaml(config));
+    if (const std::string warning = context.tp_span_warning(); !warning.empty()) {
+      log::warn(warning);
+    }
     write_resolved_config(config, context);
     write_rank_table(context, config);
     train(*plan, context, launch, checkpoint);

@@ -50,8 +50,9 @@ GptTrainer::GptTrainer(const RunPlan& run, ParallelContext& context)
                                       : static_cast<double>(value.numel());
       }
     }
-    ddp_.push_back(
-        make_gradient_sync(std::move(named), context_.dp(), config_.ddp, config_.optimizer.shard));
+    ddp_.push_back(make_gradient_sync(std::move(named),
+                                      context_.dp_for_gradients(config_.ddp.hierarchical),
+                                      config_.ddp, config_.optimizer.shard));
     ddp_.back()->broadcast_parameters();
   }
   optimizer_ = make_optimizer(config_.train, params_);

@@ -32,7 +32,8 @@ MlpTrainer::MlpTrainer(const RunPlan& plan, ParallelContext& context)
   model_ = Mlp(MlpOptions(kImagePixels, plan_.config.model.mlp_hidden, kClasses));
   std::vector<std::pair<std::string, torch::Tensor>> named;
   for (const auto& item : model_->named_parameters()) named.emplace_back(item.key(), item.value());
-  sync_ = make_gradient_sync(std::move(named), context_.dp(), plan_.config.ddp);
+  sync_ = make_gradient_sync(
+      std::move(named), context_.dp_for_gradients(plan_.config.ddp.hierarchical), plan_.config.ddp);
   sync_->broadcast_parameters();
   optimizer_ = make_optimizer(plan_.config.train, model_->parameters());
 }

@@ -21,6 +21,11 @@ void Communicator::set_label(const std::string& name, std::vector<int> world_ran
   world_ranks_ = std::move(world_ranks);
 }
 
+void Communicator::copy_label(const Communicator& other) {
+  label_ = other.label_;
+  world_ranks_ = other.world_ranks_;
+}
+
 int Communicator::world_rank_of(int rank) const {
   return rank >= 0 && rank < static_cast<int>(world_ranks_.size())
              ? world_ranks_[static_cast<size_t>(rank)]

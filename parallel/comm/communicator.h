@@ -81,6 +81,8 @@ class Communicator {
   /// world ranks of its members, in group-rank order). Until set: "group of N".
   void set_label(const std::string& name, std::vector<int> world_ranks);
   const std::string& label() const { return label_; }
+  /// Takes `other`'s label and member ranks (a wrapper over the same ranks).
+  void copy_label(const Communicator& other);
   /// The world rank of group rank `rank` (itself until set_label).
   int world_rank_of(int rank) const;
 

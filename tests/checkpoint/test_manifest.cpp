@@ -155,9 +155,9 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
   // without them.
   again.write();
   std::string written = read_all(again.path());
-  for (const std::string key :
-       {"    bucketed: true\n", "    recompute: \"none\"\n", "    recompute_layers: 0\n",
-        "  optimizer:\n    shard: false\n", "    sequence: false\n"}) {
+  for (const std::string key : {"    bucketed: true\n", "    recompute: \"none\"\n",
+                                "    recompute_layers: 0\n", "  optimizer:\n    shard: false\n",
+                                "    sequence: false\n", "    hierarchical: \"auto\"\n"}) {
     const auto at = written.find(key);
     REQUIRE(at != std::string::npos);
     written.erase(at, key.size());
