@@ -77,8 +77,6 @@ std::string ParallelContext::tp_span_warning() const {
 }
 
 Communicator& ParallelContext::dp_for_gradients(const std::string& mode) {
-  if (dp_chosen_) return dp_hierarchical_ ? *dp_hierarchical_ : *dp_;
-  dp_chosen_ = true;
   const std::vector<int> members = layout_.group_of(Axis::kDp, rank());
   std::vector<int> node_of_member;
   for (int r : members) node_of_member.push_back(nodes_.node_of(r));
@@ -89,7 +87,8 @@ Communicator& ParallelContext::dp_for_gradients(const std::string& mode) {
     even = even && static_cast<size_t>(
                        std::count(node_of_member.begin(), node_of_member.end(), node)) == per_node;
   }
-  // Every rank of the dp group sees the same members and nodes, so all decide alike.
+  // Every rank of the dp group sees the same members and nodes, so all decide alike (and build
+  // the sub-communicators together).
   bool use = false;
   if (mode == "true") {
     use = true;  // unequal counts are refused by the communicator, naming them
@@ -104,14 +103,16 @@ Communicator& ParallelContext::dp_for_gradients(const std::string& mode) {
                                                : "has one rank per node",
                            ")");
   } else {
+    TRIAX_CHECK(mode == "false", "ddp.hierarchical: '", mode, "' (valid: auto, true, false)");
     dp_choice_ = "ddp.hierarchical: false";
   }
-  if (use) {
+  if (!use) return *dp_;
+  if (!dp_hierarchical_) {
     dp_hierarchical_ = std::make_unique<HierarchicalCommunicator>(*dp_, node_of_member);
-    dp_choice_ += str(" -> reduce-scatter in node, all-reduce across ", spanned.size(),
-                      " node(s), all-gather in node");
   }
-  return dp_hierarchical_ ? *dp_hierarchical_ : *dp_;
+  dp_choice_ += str(" -> reduce-scatter in node, all-reduce across ", spanned.size(),
+                    " node(s), all-gather in node");
+  return *dp_hierarchical_;
 }
 
 int ParallelContext::prev_stage_rank() const {

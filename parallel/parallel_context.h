@@ -60,10 +60,10 @@ class ParallelContext {
   std::string tp_span_warning() const;
 
   /// The dp group for gradient all-reduces under ddp.hierarchical = `mode` (auto|true|false):
-  /// the node-aware HierarchicalCommunicator, or dp() itself. Collective over dp on first use.
+  /// the node-aware HierarchicalCommunicator, or dp() itself. Collective over dp the first time
+  /// it chooses the hierarchical one (which is then kept).
   Communicator& dp_for_gradients(const std::string& mode);
-  /// Whether dp_for_gradients chose the hierarchical all-reduce, and why (for the log).
-  bool hierarchical_dp() const { return dp_hierarchical_ != nullptr; }
+  /// The last dp_for_gradients choice and why, for the log.
   const std::string& dp_choice() const { return dp_choice_; }
 
  private:
@@ -73,7 +73,6 @@ class ParallelContext {
   std::unique_ptr<Communicator> tp_, dp_, pp_, model_parallel_, embedding_;
   NodeTopology nodes_;
   std::unique_ptr<Communicator> dp_hierarchical_;
-  bool dp_chosen_ = false;
   std::string dp_choice_;
 };
 
