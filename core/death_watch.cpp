@@ -11,20 +11,33 @@ namespace {
 
 int g_pipe = -1;
 
-// Blocks until the rank writes "d" (done) or its end of the pipe closes (it died); on a death
-// records the time, gives the other ranks' watchers 2 s, and names the rank that ended first.
+// Blocks until the rank writes "d" (done: recorded as ended/done_R) or its end of the pipe closes
+// (it died); on a death records the time, gives the other ranks' watchers 2 s, and names the rank
+// that ended first. Ranks of run.dir/ranks.txt that left neither record vanished with their
+// watchers — a whole node lost — and are named first.
 // It ignores the signals a launcher forwards to the job's processes (Slurm signals every process
 // of a step, not only the ranks): only the pipe decides.
 const char* kScript = R"sh(
 trap '' TERM USR1 USR2 INT HUP
 b=$(head -c1)
-[ "$b" = d ] && exit 0
+mkdir -p "$1/ended"
+[ "$b" = d ] && { : > "$1/ended/done_$2"; exit 0; }
 t=$(date +%s.%N)
-mkdir -p "$1/ended" && echo "$t" > "$1/ended/rank_$2"
+echo "$t" > "$1/ended/rank_$2"
 sleep 2
 first=$(for f in "$1"/ended/rank_*; do echo "$(cat "$f") ${f##*_}"; done | sort -n | head -1)
 [ "${first#* }" = "$2" ] || exit 0
-echo "rank $2 (pid $3 on $(hostname)) ended first, without a word, at $t (Unix time); the launcher ended the other ranks after it" > "$1/died.txt"
+lost=
+if [ -f "$1/../ranks.txt" ]; then
+  while read -r r h p; do
+    [ -e "$1/ended/rank_$r" ] || [ -e "$1/ended/done_$r" ] || lost="$lost, rank $r on $h"
+  done < "$1/../ranks.txt"
+fi
+if [ -n "$lost" ]; then
+  echo "lost without a trace (every process of theirs ended at once, watchers included: a node that died?): ${lost#, }; then rank $2 (pid $3 on $(hostname)) ended first of the others, at $t (Unix time), as the launcher ended them" > "$1/died.txt"
+else
+  echo "rank $2 (pid $3 on $(hostname)) ended first, without a word, at $t (Unix time); the launcher ended the other ranks after it" > "$1/died.txt"
+fi
 )sh";
 
 }  // namespace

@@ -5,6 +5,9 @@
 // rank, so a mistake prints one clear message per rank and exits 2 before any communicator
 // exists — no hang, no stack trace. After the world is up, an error on one rank ends the job
 // (World::abort), because its peers may be blocked in a collective it will never join.
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -192,10 +196,41 @@ void kill_silent_local_ranks(int rank) {
   }
 }
 
+// A connection error names the peer by address ("[10.0.0.2]:41234"); the user thinks in ranks
+// and nodes. Resolves the address to a host name and lists the ranks that ran there, so a lost
+// node reads as one: "ranks 4,5,6,7 ran on n2".
+std::string peer_ranks_note(const std::string& message) {
+  static const std::regex kAddress(R"(\[(\d+\.\d+\.\d+\.\d+)\]:\d+)");
+  std::smatch match;
+  if (!std::regex_search(message, match, kAddress)) return "";
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  if (::inet_pton(AF_INET, match[1].str().c_str(), &address.sin_addr) != 1) return "";
+  char host[256] = {0};
+  if (::getnameinfo(reinterpret_cast<sockaddr*>(&address), sizeof(address), host, sizeof(host),
+                    nullptr, 0, NI_NAMEREQD) != 0) {
+    return "";
+  }
+  const std::string name(host);
+  std::vector<int> ranks;
+  for (const std::string& line : g_rank_table) {
+    std::istringstream fields(line);
+    int r = -1;
+    std::string where;
+    fields >> r >> where;
+    if (r >= 0 && (where == name || where == name.substr(0, name.find('.')))) ranks.push_back(r);
+  }
+  if (ranks.empty()) return "";
+  return str("the lost connection was to ", match[1].str(), " = host ", name, ", where rank",
+             ranks.size() > 1 ? "s " : " ", join(ranks, ","),
+             " ran; if all of them ended at once, that node was lost");
+}
+
 [[noreturn]] void fail(const World& world, const std::exception& e, int code, int rank,
                        int world_size) {
   death_watch_done();  // this rank reports its own end
   log::error(e.what());
+  if (const std::string note = peer_ranks_note(e.what()); !note.empty()) log::error(note);
   const bool timeout = dynamic_cast<const TimeoutError*>(&e) != nullptr;
   std::string path;
   try {  // nothing may stop the abort: a full disk that failed the run fails this write too
@@ -239,6 +274,7 @@ void prepare_flight_dir(const Config& config, int rank, int world_size) {
   std::error_code ec;
   std::filesystem::remove(flight::dump_path(rank), ec);
   std::filesystem::remove(str(dir, "/ended/rank_", rank), ec);
+  std::filesystem::remove(str(dir, "/ended/done_", rank), ec);
   if (rank == 0) std::filesystem::remove(dir + "/died.txt", ec);
   start_death_watch(rank, dir);
 }

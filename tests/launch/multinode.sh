@@ -10,7 +10,7 @@ set -euo pipefail
 LAUNCHER=$1 SOURCE=$2 TRIAX=$3 RUN=$4 CONFIG=$5
 shift 5
 PER_NODE=${PER_NODE:-4}
-export TRIAX_CLUSTER=triax-mn-$LAUNCHER
+export TRIAX_CLUSTER=${TRIAX_CLUSTER:-triax-mn-$LAUNCHER}
 CLUSTER=$SOURCE/tools/cluster/ns-cluster.sh
 SLURM=$SOURCE/tools/slurm/local-cluster.sh
 ARGS=(train "$CONFIG" "$@" --set run.dir="$RUN")

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# A node that dies mid-run: 2 namespace nodes x 2 ranks train the GPT (dp 2 x pp 2, so both a
+# pipeline and a data-parallel group cross the nodes); after 3 steps every process on n2 is
+# SIGKILLed at once (its launcher agent and the ranks' death watchers too, as when a machine
+# fails). The ranks on n1 must end within 30 s, and the job must name the lost ranks:
+#   mpirun   mpiexec ends the job; run.dir/flight/died.txt (printed by `triax flight RUN_DIR`)
+#            names the ranks that vanished without a trace, on n2
+#   torchrun each survivor's error names the host of the lost connection and its ranks
+#            (torchrun's own agent then waits in its exit barrier for the dead agent, up to
+#            300 s, a torchrun behaviour: the test stops it once the ranks have ended)
+# usage: node_death.sh LAUNCHER SOURCE_DIR TRIAX RUN_DIR CONFIG [--set ...]
+# Exit 77 (skipped, saying why) without root or namespaces.
+set -euo pipefail
+LAUNCHER=$1 SOURCE=$2 TRIAX=$3 RUN=$4 CONFIG=$5
+shift 5
+export TRIAX_CLUSTER=triax-death-$LAUNCHER
+CLUSTER=$SOURCE/tools/cluster/ns-cluster.sh
+"$CLUSTER" up 2 || exit $?
+trap '"$CLUSTER" down >/dev/null' EXIT
+rm -rf "$RUN"
+mkdir -p "$RUN"
+ARGS=(train "$CONFIG" "$@" --set parallel.tensor=1 --set parallel.pipeline=2
+  --set train.steps=100000 --set train.log_every=1 --set train.eval_every=0 --set sample.tokens=0
+  --set comm.timeout_s=20 --set run.dir="$RUN")
+if [ "$LAUNCHER" = mpirun ]; then
+  "$CLUSTER" on n1 mpiexec -hosts n1:2,n2:2 -launcher ssh \
+    -launcher-exec "$SOURCE/tools/cluster/node-ssh" "$TRIAX" "${ARGS[@]}" >"$RUN/node1.log" 2>&1 &
+else
+  for node in 2 1; do
+    "$CLUSTER" on "n$node" torchrun --no_python -r 9:1 -t 9:1 --nnodes 2 --nproc_per_node 2 \
+      --node_rank $((node - 1)) --master_addr n1 --master_port 29500 "$TRIAX" "${ARGS[@]}" \
+      >"$RUN/node$node.log" 2>&1 &
+  done
+fi
+for _ in $(seq 1 1200); do
+  [ -f "$RUN/metrics.jsonl" ] && [ "$(wc -l <"$RUN/metrics.jsonl")" -ge 3 ] && break
+  sleep 0.1
+done
+[ -f "$RUN/metrics.jsonl" ] || { cat "$RUN"/node*.log; echo "FAIL: training did not start" >&2; exit 1; }
+start=$(date +%s.%N)
+"$CLUSTER" kill n2
+# The ranks on n1 (triax processes) must all be gone within 30 s.
+for _ in $(seq 1 300); do
+  alive=$(ip netns pids "$TRIAX_CLUSTER-n1" | xargs -r ps -o comm= -p | grep -c '^triax$' || true)
+  [ "$alive" -eq 0 ] && break
+  sleep 0.1
+done
+seconds=$(echo "$(date +%s.%N) - $start" | bc)
+echo "ranks on n1 ended $seconds s after n2 died"
+if [ "$LAUNCHER" = mpirun ]; then
+  rc=0
+  wait %1 || rc=$?
+  echo "mpiexec exit status: $rc"
+  [ $rc -ne 0 ] || { echo "FAIL: the job exited 0 after losing a node" >&2; exit 1; }
+  sleep 3  # the survivors' death watchers write died.txt 2 s after their ranks end
+  "$TRIAX" flight "$RUN" | tee "$RUN/flight.txt"
+  grep -q "rank 2 on n2, rank 3 on n2" "$RUN/flight.txt" ||
+    { echo "FAIL: triax flight does not name the lost ranks" >&2; exit 1; }
+else
+  cat "$RUN/node1.log" | grep -E "error" | head -6
+  grep -q "host n2, where ranks 2,3 ran" "$RUN/node1.log" ||
+    { echo "FAIL: the survivors do not name the lost ranks" >&2; exit 1; }
+fi
+[ "$alive" -eq 0 ] && [ "$(echo "$seconds < 30" | bc)" = 1 ] ||
+  { echo "FAIL: $alive rank(s) on n1 still running after $seconds s" >&2; exit 1; }
+echo "PASS: node n2 lost; the job on n1 ended in $seconds s naming ranks 2,3"
