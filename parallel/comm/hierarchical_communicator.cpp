@@ -49,8 +49,9 @@ class HierarchicalCommunicator::OpWork : public Work {
 };
 
 HierarchicalCommunicator::HierarchicalCommunicator(Communicator& flat,
-                                                   const std::vector<int>& node_of_rank)
-    : flat_(flat) {
+                                                   const std::vector<int>& node_of_rank,
+                                                   Scheme scheme)
+    : flat_(flat), scheme_(scheme) {
   TRIAX_CHECK(static_cast<int>(node_of_rank.size()) == flat.size(), "node_of_rank has ",
               node_of_rank.size(), " entries for a communicator of ", flat.size());
   std::map<int, std::vector<int>> members;  // node -> flat ranks, ascending
@@ -71,6 +72,7 @@ HierarchicalCommunicator::HierarchicalCommunicator(Communicator& flat,
   const int local =
       static_cast<int>(std::find(mine.begin(), mine.end(), flat.rank()) - mine.begin());
   // Key = flat rank: inside a node ranks keep their order; across nodes, node order.
+  local_rank_ = local;
   intra_scatter_ = flat.split(node, flat.rank());
   intra_gather_ = flat.split(node, flat.rank());
   inter_ = flat.split(local, flat.rank());
@@ -104,8 +106,10 @@ WorkPtr HierarchicalCommunicator::all_reduce_async(torch::Tensor tensor, ReduceO
   pending->copy_back = !in_place;
   pending->tensor = std::move(tensor);
   pending->chunk = torch::empty({padded_n / local}, pending->buffer.options());
-  pending->work =
-      intra_scatter_->reduce_scatter_async(pending->chunk, pending->buffer, pending->stage_op);
+  pending->work = scheme_ == Scheme::kLeader
+                      ? intra_scatter_->all_reduce_async(pending->buffer, pending->stage_op)
+                      : intra_scatter_->reduce_scatter_async(pending->chunk, pending->buffer,
+                                                             pending->stage_op);
   pending->phase = 1;
   pending_.push_back(pending);
   return std::make_shared<OpWork>(*this, std::move(pending));
@@ -121,8 +125,13 @@ void HierarchicalCommunicator::progress() {
     while (op->phase < 4 && op->work->is_completed()) {
       const int next = op->phase + 1;
       if (next <= 3 && previous_phase < next) break;
-      if (next == 2) {
+      if (next == 2 && scheme_ == Scheme::kLeader) {
+        op->work = local_rank_ == 0 ? inter_->all_reduce_async(op->buffer, op->stage_op)
+                                    : std::make_shared<DoneWork>();
+      } else if (next == 2) {
         op->work = inter_->all_reduce_async(op->chunk, op->stage_op);
+      } else if (next == 3 && scheme_ == Scheme::kLeader) {
+        op->work = intra_gather_->broadcast_async(op->buffer, 0);
       } else if (next == 3) {
         op->work = intra_gather_->all_gather_async(op->buffer, op->chunk);
       } else {

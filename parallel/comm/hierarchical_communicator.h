@@ -20,10 +20,17 @@ namespace triax {
 
 class HierarchicalCommunicator : public Communicator {
  public:
+  /// kScatter: reduce-scatter in node, L concurrent all-reduces of n/L across, all-gather in
+  /// node (the default: balances the inter-node work over every rank). kLeader: all-reduce in
+  /// node, one all-reduce of n across among each node's first rank, broadcast in node (one flow
+  /// per link: what a link that shares badly between flows prefers; tools/bench/multinode.sh).
+  enum class Scheme { kScatter, kLeader };
+
   /// Collective over `flat` (it must outlive this). `node_of_rank[r]`: the node of flat rank r.
   /// Every node must hold the same number of `flat`'s ranks (throws ConfigError naming them
   /// otherwise).
-  HierarchicalCommunicator(Communicator& flat, const std::vector<int>& node_of_rank);
+  HierarchicalCommunicator(Communicator& flat, const std::vector<int>& node_of_rank,
+                           Scheme scheme = Scheme::kScatter);
 
   /// Ranks of this node in `flat` (L) and nodes (N); L * N == size().
   int local_size() const { return intra_scatter_->size(); }
@@ -62,6 +69,8 @@ class HierarchicalCommunicator : public Communicator {
   void progress();
 
   Communicator& flat_;
+  Scheme scheme_;
+  int local_rank_ = 0;
   std::unique_ptr<Communicator> intra_scatter_, intra_gather_, inter_;
   std::deque<std::shared_ptr<Op>> pending_;
 };

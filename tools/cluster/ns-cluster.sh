@@ -3,7 +3,8 @@
 # hostname (n1, n2, ...), its own address on a private bridge and its own network stack, so MPI,
 # Gloo and Slurm see separate hosts and talk over TCP between them (shared memory inside one).
 #   ns-cluster.sh up N              create nodes n1..nN (N >= 1)
-#   ns-cluster.sh shape DELAY RATE  shape every node's link: e.g. `shape 0.5ms 1gbit` (tc netem)
+#   ns-cluster.sh shape RATE [DELAY] shape every node's link: e.g. `shape 1gbit 0.5ms` (tc netem;
+#                                   tbf, rate only, where the kernel lacks netem)
 #   ns-cluster.sh unshape           remove the shaping
 #   ns-cluster.sh on NODE CMD...    run CMD on NODE (its namespaces, /etc/hosts naming the nodes)
 #   ns-cluster.sh ssh [-x] NODE CMD...  the same, shaped like ssh, for `mpiexec -launcher ssh
@@ -13,8 +14,8 @@
 #   ns-cluster.sh down              kill what runs on the nodes, remove every namespace made here
 # Layout: a hub namespace holds the bridge; node k's veth pair has `eth0` (10.77.0.k/24) in the
 # node and its peer on the bridge in the hub. No address exists outside these namespaces and no
-# route leads out of them, so nothing can leave the cluster. Shaping applies netem to each node's
-# eth0 egress: every packet between two nodes passes exactly one shaped queue.
+# route leads out of them, so nothing can leave the cluster. Shaping applies to each node's eth0
+# egress: every packet between two nodes passes exactly one shaped queue.
 # Several clusters can coexist under different TRIAX_CLUSTER names (namespaces are prefixed with
 # it, and TRIAX_CLUSTER_NET picks the /24). Needs root; without it `up` exits 77 saying why.
 set -euo pipefail
@@ -75,11 +76,22 @@ up() {
 }
 
 shape() {
-  local delay=$1 rate=$2
+  local rate=$1 delay=${2:-}
+  local how
   for k in $(seq 1 "$(node_count)"); do
-    tc -n "$(node_ns "n$k")" qdisc replace dev eth0 root netem delay "$delay" rate "$rate" limit 100000
+    local ns
+    ns=$(node_ns "n$k")
+    # netem gives rate and delay; kernels without sch_netem still have tbf (rate only). The
+    # burst holds a few of the 64 KiB segments veth passes (GSO), or tbf would drop them.
+    if tc -n "$ns" qdisc replace dev eth0 root netem ${delay:+delay "$delay"} rate "$rate" \
+      limit 100000 2>/dev/null; then
+      how="netem: $rate${delay:+, $delay one way}"
+    else
+      tc -n "$ns" qdisc replace dev eth0 root tbf rate "$rate" burst 256kb latency 100ms
+      how="tbf: $rate${delay:+ (no netem in this kernel: the $delay delay is not applied)}"
+    fi
   done
-  echo "ns-cluster $NAME: links shaped to $rate, $delay one way"
+  echo "ns-cluster $NAME: every node's link shaped ($how)"
 }
 
 unshape() {
@@ -139,7 +151,7 @@ down() {
 
 case "${1:-}" in
   up) shift; up "$@" ;;
-  shape) [ $# -eq 3 ] || { echo "usage: $0 shape DELAY RATE (e.g. 0.5ms 1gbit)" >&2; exit 2; }; shape "$2" "$3" ;;
+  shape) [ $# -ge 2 ] || { echo "usage: $0 shape RATE [DELAY] (e.g. 1gbit 0.5ms)" >&2; exit 2; }; shape "$2" "${3:-}" ;;
   unshape) unshape ;;
   on) shift; [ $# -ge 2 ] || { echo "usage: $0 on NODE CMD..." >&2; exit 2; }; on "$@" ;;
   ssh) shift; ssh_like "$@" ;;

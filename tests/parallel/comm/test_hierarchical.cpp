@@ -47,31 +47,36 @@ torch::Tensor data_of(int rank, int64_t numel, torch::ScalarType dtype, int salt
 TEST_CASE("hierarchical all-reduce equals the flat one", "[mpi][hier]") {
   std::shared_ptr<Communicator> world = testing::test_world();
   const int n = world->size();
-  for (const std::vector<int>& nodes : arrangements(n)) {
-    HierarchicalCommunicator hier(*world, nodes);
-    INFO("nodes of ranks " << join(nodes, ","));
-    CHECK(hier.local_size() * hier.num_nodes() == n);
-    for (int64_t numel : {1, 7, 1000, 4096}) {
-      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax}) {
-        for (torch::ScalarType dtype : {torch::kFloat, torch::kDouble}) {
-          INFO("numel " << numel << " op " << reduce_op_name(op) << " dtype " << dtype);
-          torch::Tensor want = data_of(world->rank(), numel, dtype, 1);
-          torch::Tensor got = want.clone();
-          world->all_reduce(want, op);
-          hier.all_reduce(got, op);
-          CHECK(torch::allclose(got, want, 1e-6, 1e-6));
+  for (const auto scheme :
+       {HierarchicalCommunicator::Scheme::kScatter, HierarchicalCommunicator::Scheme::kLeader}) {
+    for (const std::vector<int>& nodes : arrangements(n)) {
+      HierarchicalCommunicator hier(*world, nodes, scheme);
+      INFO("nodes of ranks " << join(nodes, ",")
+                             << (scheme == HierarchicalCommunicator::Scheme::kLeader ? " leader"
+                                                                                     : " scatter"));
+      CHECK(hier.local_size() * hier.num_nodes() == n);
+      for (int64_t numel : {1, 7, 1000, 4096}) {
+        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax}) {
+          for (torch::ScalarType dtype : {torch::kFloat, torch::kDouble}) {
+            INFO("numel " << numel << " op " << reduce_op_name(op) << " dtype " << dtype);
+            torch::Tensor want = data_of(world->rank(), numel, dtype, 1);
+            torch::Tensor got = want.clone();
+            world->all_reduce(want, op);
+            hier.all_reduce(got, op);
+            CHECK(torch::allclose(got, want, 1e-6, 1e-6));
+          }
         }
       }
+      // Non-contiguous 2-D input, reduced in place through a copy.
+      torch::Tensor base = data_of(world->rank(), 35, torch::kFloat, 2).view({5, 7});
+      torch::Tensor want = base.t().clone();
+      torch::Tensor got = base.t();
+      world->all_reduce(want);
+      hier.all_reduce(got);
+      CHECK(torch::allclose(base.t(), want, 1e-6, 1e-6));
+      torch::Tensor empty = torch::empty({0});
+      hier.all_reduce(empty);  // no collective, done at once
     }
-    // Non-contiguous 2-D input, reduced in place through a copy.
-    torch::Tensor base = data_of(world->rank(), 35, torch::kFloat, 2).view({5, 7});
-    torch::Tensor want = base.t().clone();
-    torch::Tensor got = base.t();
-    world->all_reduce(want);
-    hier.all_reduce(got);
-    CHECK(torch::allclose(base.t(), want, 1e-6, 1e-6));
-    torch::Tensor empty = torch::empty({0});
-    hier.all_reduce(empty);  // no collective, done at once
   }
 }
 
@@ -79,27 +84,30 @@ TEST_CASE("many hierarchical all-reduces in flight finish in any order", "[mpi][
   std::shared_ptr<Communicator> world = testing::test_world();
   const int n = world->size();
   const int rank = world->rank();
-  for (const std::vector<int>& nodes : arrangements(n)) {
-    HierarchicalCommunicator hier(*world, nodes);
-    std::vector<torch::Tensor> tensors, expected;
-    std::vector<WorkPtr> works;
-    for (int k = 0; k < 12; ++k) {
-      const int64_t numel = 1 + 37 * k;
-      tensors.push_back(torch::full({numel}, static_cast<float>(rank + 1) * (k + 1)));
-      expected.push_back(torch::full({numel}, static_cast<float>(n * (n + 1) / 2) * (k + 1)));
-      works.push_back(hier.all_reduce_async(tensors.back(), ReduceOp::kSum));
-    }
-    // Each rank polls in its own order and pace, then waits from the last issued to the first.
-    for (int round = 0; round < 20; ++round) {
+  for (const auto scheme :
+       {HierarchicalCommunicator::Scheme::kScatter, HierarchicalCommunicator::Scheme::kLeader}) {
+    for (const std::vector<int>& nodes : arrangements(n)) {
+      HierarchicalCommunicator hier(*world, nodes, scheme);
+      std::vector<torch::Tensor> tensors, expected;
+      std::vector<WorkPtr> works;
       for (int k = 0; k < 12; ++k) {
-        works[static_cast<size_t>(rank % 2 == 0 ? k : 11 - k)]->is_completed();
+        const int64_t numel = 1 + 37 * k;
+        tensors.push_back(torch::full({numel}, static_cast<float>(rank + 1) * (k + 1)));
+        expected.push_back(torch::full({numel}, static_cast<float>(n * (n + 1) / 2) * (k + 1)));
+        works.push_back(hier.all_reduce_async(tensors.back(), ReduceOp::kSum));
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(50 * (rank % 3)));
-    }
-    for (int k = 11; k >= 0; --k) works[static_cast<size_t>(k)]->wait();
-    for (int k = 0; k < 12; ++k) {
-      INFO("all-reduce " << k << ", nodes of ranks " << join(nodes, ","));
-      CHECK(torch::equal(tensors[static_cast<size_t>(k)], expected[static_cast<size_t>(k)]));
+      // Each rank polls in its own order and pace, then waits from the last issued to the first.
+      for (int round = 0; round < 20; ++round) {
+        for (int k = 0; k < 12; ++k) {
+          works[static_cast<size_t>(rank % 2 == 0 ? k : 11 - k)]->is_completed();
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(50 * (rank % 3)));
+      }
+      for (int k = 11; k >= 0; --k) works[static_cast<size_t>(k)]->wait();
+      for (int k = 0; k < 12; ++k) {
+        INFO("all-reduce " << k << ", nodes of ranks " << join(nodes, ","));
+        CHECK(torch::equal(tensors[static_cast<size_t>(k)], expected[static_cast<size_t>(k)]));
+      }
     }
   }
 }

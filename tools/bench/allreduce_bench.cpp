@@ -1,0 +1,259 @@
+// Benchmark (not a test): the data-parallel gradient all-reduce across nodes, flat against
+// node-aware (ddp.hierarchical), measured and predicted by the alpha-beta model, and the
+// trainer's own step (GptTrainer::step) with each. Run by tools/bench/multinode.sh on namespace
+// nodes; on a real cluster:
+//   mpirun -hosts a:2,b:2 build/triax_bench_allreduce [CONFIG.yaml] [--set K=V ...] [--reps R]
+//   (or under torchrun: the tcp backend, Gloo)
+// The model gets a data-parallel group of all ranks (tp = pp = 1). Per link kind (two ranks on
+// one node, two on different nodes) an exchange (both send at once) measures alpha (8 bytes) and
+// beta (seconds per byte, 4 MiB messages). Predictions, n = gradient bytes, L ranks per node,
+// N nodes, p = L * N; an inter-node step's time counts every flow that shares a node's link:
+//   mpi flat   MPICH's recursive halving + doubling; with node-consecutive ranks its first
+//              log2 L halving steps stay inside a node: 2 * sum over steps of (alpha + bytes*beta)
+//   tcp flat   Gloo's ring over p ranks: 2 (p-1) steps of n/p, each as slow as a crossing hop
+//   hier       reduce-scatter inside (mpi: recursive halving; tcp: Gloo has no reduce-scatter,
+//              an all-reduce), all-reduce of n/L across N nodes by L concurrent flows,
+//              all-gather inside
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/launch_env.h"
+#include "parallel/comm/hierarchical_communicator.h"
+#include "parallel/comm/world.h"
+#include "train/gpt_trainer.h"
+
+using namespace triax;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Per entry, the largest value over ranks (a collective's time is its slowest rank's).
+std::vector<double> slowest(Communicator& world, const std::vector<double>& mine) {
+  torch::Tensor t = torch::tensor(mine, torch::kDouble);
+  world.all_reduce(t, ReduceOp::kMax);
+  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+}
+
+struct Link {
+  double alpha = 0;  // s
+  double beta = 0;   // s per byte
+};
+
+// Time for ranks a and b to exchange `bytes` each way at once (both send and receive together,
+// as every step of the collectives below does; on a duplex link this also carries the other
+// direction's acknowledgements), median of reps.
+double exchange(Communicator& world, int a, int b, int64_t bytes, int reps) {
+  torch::Tensor out = torch::zeros({std::max<int64_t>(1, bytes / 4)});
+  torch::Tensor in = torch::zeros_like(out);
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    world.barrier();
+    const auto start = Clock::now();
+    if (world.rank() == a || world.rank() == b) {
+      const int peer = world.rank() == a ? b : a;
+      WorkPtr recv = world.irecv(in, peer);
+      WorkPtr send = world.isend(out, peer);
+      send->wait();
+      recv->wait();
+    }
+    times.push_back(seconds_since(start));
+  }
+  torch::Tensor t = torch::tensor(median(times), torch::kDouble);
+  world.broadcast(t, a);
+  return t.item<double>();
+}
+
+Link measure_link(Communicator& world, int a, int b) {
+  const int64_t big = 4 << 20;  // past the shaper's burst allowance
+  Link link;
+  link.alpha = exchange(world, a, b, 8, 30);
+  link.beta =
+      std::max(0.0, (exchange(world, a, b, big, 8) - link.alpha) / static_cast<double>(big));
+  return link;
+}
+
+double log2i(int x) {
+  return std::log2(static_cast<double>(x));
+}
+
+// Recursive halving over `ranks` ranks of `bytes` where each step's traffic is multiplied by
+// `share` flows on the link: sum over log2(ranks) steps of alpha + bytes/2^(k+1) * share * beta.
+double halving(const Link& link, double bytes, int ranks, double share) {
+  double t = 0;
+  for (int k = 0; k < static_cast<int>(log2i(ranks)); ++k) {
+    t += link.alpha + bytes / std::pow(2.0, k + 1) * share * link.beta;
+  }
+  return t;
+}
+
+struct Prediction {
+  double flat = 0, hier = 0, leader = 0;
+};
+
+Prediction predict(const std::string& backend, const Link& intra, const Link& inter, double n,
+                   int local, int nodes) {
+  const int p = local * nodes;
+  Prediction out;
+  if (backend == "mpi") {
+    // Flat: the first log2 L halving steps (n/2 .. n/L) inside a node, the rest across, where
+    // all L ranks of a node send at once; then the same steps again for the all-gather.
+    out.flat = 2 * (halving(intra, n, local, 1) + halving(inter, n / local, nodes, local));
+    out.hier = 2 * halving(intra, n, local, 1) + 2 * halving(inter, n / local, nodes, local);
+    // All-reduce in node (halving + doubling), one flow of n across, broadcast (binomial tree
+    // for this size in MPICH: log2 L steps of n).
+    out.leader = 2 * halving(intra, n, local, 1) + 2 * halving(inter, n, nodes, 1) +
+                 log2i(local) * (intra.alpha + n * intra.beta);
+  } else {
+    const Link& hop = nodes > 1 ? inter : intra;
+    out.flat = 2 * (p - 1) * (hop.alpha + n / p * hop.beta);
+    const double in_node = (local - 1) * (intra.alpha + n / local * intra.beta);
+    out.hier = 2 * in_node                                                 // all-reduce
+               + 2 * (nodes - 1) * (inter.alpha + n / nodes * inter.beta)  // across, L flows
+               + in_node;                                                  // all-gather
+    out.leader = 2 * in_node + 2 * (nodes - 1) * (inter.alpha + n / nodes * inter.beta) +
+                 log2i(local) * (intra.alpha + n * intra.beta);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string path;
+  std::vector<std::string> overrides;
+  int reps = 15;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
+      overrides.push_back(argv[++i]);
+    } else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      reps = std::max(3, std::atoi(argv[++i]));
+    } else {
+      path = argv[i];
+    }
+  }
+  const LaunchEnv launch = detect_launch(process_env());
+  World world_runtime(resolve_backend("auto", launch), launch, 120, &argc, &argv);
+  std::shared_ptr<Communicator> world = world_runtime.communicator();
+  overrides.push_back("parallel.tensor=1");
+  overrides.push_back("parallel.pipeline=1");
+  Config config = path.empty() ? parse_config("model:\n  arch: gpt\n", overrides)
+                               : load_config(path, overrides);
+  torch::set_num_threads(1);
+  const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
+  ParallelContext context(world, plan.layout, local_node_key(launch.node_index));
+  const NodeTopology& nodes = context.nodes();
+  const int local = static_cast<int>(nodes.ranks_on(0).size());
+  const bool root = world->rank() == 0;
+  if (nodes.num_nodes() < 2 || !nodes.uniform()) {
+    if (root) std::printf("needs >= 2 nodes with equal ranks; have %s\n", nodes.summary().c_str());
+    return 0;
+  }
+  Config flat_config = config, hier_config = config;
+  flat_config.ddp.hierarchical = "false";
+  hier_config.ddp.hierarchical = "true";
+  GptTrainer flat_trainer(plan_run(flat_config, world->size(), DataCheck::kSkip), context);
+  GptTrainer hier_trainer(plan_run(hier_config, world->size(), DataCheck::kSkip), context);
+  Communicator& flat = context.dp_for_gradients("false");
+  Communicator& hier = context.dp_for_gradients("true");
+  std::vector<int> node_of_rank;
+  for (int r = 0; r < world->size(); ++r) node_of_rank.push_back(nodes.node_of(r));
+  HierarchicalCommunicator leader(*world, node_of_rank, HierarchicalCommunicator::Scheme::kLeader);
+  int64_t numel = 0;
+  for (const auto& p : flat_trainer.chunks()[0]->parameters()) numel += p.numel();
+  const double n = static_cast<double>(numel) * 4;
+
+  // Links: rank 0 with its node's second rank, and with the first rank of the next node.
+  const Link intra = measure_link(*world, 0, nodes.ranks_on(0)[1]);
+  const Link inter = measure_link(*world, 0, nodes.ranks_on(1)[0]);
+
+  // All-reduce of the gradient's size, flat and hierarchical in alternate rounds.
+  torch::Tensor grads = torch::randn({numel});
+  std::vector<double> flat_times, hier_times, leader_times;
+  for (int r = 0; r < reps + 2; ++r) {
+    for (Communicator* comm : {&flat, &hier, static_cast<Communicator*>(&leader)}) {
+      world->barrier();
+      const auto start = Clock::now();
+      comm->all_reduce(grads, ReduceOp::kAvg);
+      if (r < 2) continue;  // warm-up (connections)
+      (comm == &flat   ? flat_times
+       : comm == &hier ? hier_times
+                       : leader_times)
+          .push_back(seconds_since(start));
+    }
+  }
+  const double flat_ar = median(slowest(*world, flat_times));
+  const double hier_ar = median(slowest(*world, hier_times));
+  const double leader_ar = median(slowest(*world, leader_times));
+  const Prediction model = predict(world->backend(), intra, inter, n, local, nodes.num_nodes());
+
+  // The trainer's step with each, alternating; compute = step minus exposed DDP wait.
+  const auto batch = [&](int step) {
+    torch::manual_seed(step);
+    return torch::randint(0, config.model.vocab,
+                          {config.train.global_batch, config.model.seq_len + 1}, torch::kLong);
+  };
+  std::vector<double> flat_steps, hier_steps, compute;
+  for (int s = 0; s < reps + 2; ++s) {
+    for (GptTrainer* trainer : {&flat_trainer, &hier_trainer}) {
+      world->barrier();
+      const auto start = Clock::now();
+      trainer->step(batch(s));
+      const double t = seconds_since(start);
+      if (s < 2) continue;
+      (trainer == &flat_trainer ? flat_steps : hier_steps).push_back(t);
+      compute.push_back(trainer->last_phases().total - trainer->last_phases().ddp_wait);
+    }
+  }
+  const double flat_step = median(slowest(*world, flat_steps));
+  const double hier_step = median(slowest(*world, hier_steps));
+  const double compute_step = median(slowest(*world, compute));
+  const double tokens = static_cast<double>(config.train.global_batch * config.model.seq_len);
+  if (!root) return 0;
+  std::printf("%s backend, %s; gradient %.2f MiB (%lld floats)\n", world->backend().c_str(),
+              nodes.summary().c_str(), n / 1048576, static_cast<long long>(numel));
+  std::printf(
+      "links measured (exchange): intra-node alpha %.1f us, %.2f GB/s | inter-node "
+      "alpha %.1f us, %.3f GB/s | intra/inter bandwidth %.1fx\n",
+      intra.alpha * 1e6, 1e-9 / std::max(intra.beta, 1e-15), inter.alpha * 1e6,
+      1e-9 / std::max(inter.beta, 1e-15), inter.beta / std::max(intra.beta, 1e-15));
+  std::printf("%-28s %10s %10s %8s\n", "all-reduce of the gradient", "measured", "predicted",
+              "error");
+  const auto row = [](const char* name, double measured, double predicted) {
+    std::printf("%-28s %8.2f ms %8.2f ms %+7.0f%%\n", name, measured * 1e3, predicted * 1e3,
+                100 * (measured - predicted) / predicted);
+  };
+  row("flat", flat_ar, model.flat);
+  row("hierarchical", hier_ar, model.hier);
+  row("hierarchical, leaders only", leader_ar, model.leader);
+  std::printf(
+      "hierarchical speed-up: measured %.2fx, predicted %.2fx (goal >= 1.5x when the "
+      "inter-node link is >= 10x slower)\n",
+      flat_ar / hier_ar, model.flat / model.hier);
+  std::printf("training step (GptTrainer::step, global batch %lld x %lld tokens):\n",
+              static_cast<long long>(config.train.global_batch),
+              static_cast<long long>(config.model.seq_len));
+  const auto step_row = [&](const char* name, double measured, double predicted_ar) {
+    // Predicted: compute plus the whole all-reduce (no overlap) .. compute alone (full overlap).
+    std::printf("  %-12s %8.0f tokens/s (step %6.1f ms); predicted %6.0f .. %6.0f tokens/s\n", name,
+                tokens / measured, measured * 1e3, tokens / (compute_step + predicted_ar),
+                tokens / compute_step);
+  };
+  step_row("flat", flat_step, model.flat);
+  step_row("hierarchical", hier_step, model.hier);
+  return 0;
+}
