@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
   const double n = static_cast<double>(numel) * 4;
 
   // Links: rank 0 with its node's second rank, and with the first rank of the next node.
-  const Link intra = measure_link(*world, 0, nodes.ranks_on(0)[1]);
+  const Link intra = local > 1 ? measure_link(*world, 0, nodes.ranks_on(0)[1]) : Link{};
   const Link inter = measure_link(*world, 0, nodes.ranks_on(1)[0]);
 
   // All-reduce of the gradient's size, flat and hierarchical in alternate rounds.
