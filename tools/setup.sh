@@ -12,12 +12,13 @@ cd "$(dirname "$0")/.."
 # libopenblas0-openmp: Debian's LibTorch calls the system libblas.so.3; the reference BLAS is
 #   ~15x slower. Its install makes OpenBLAS the libblas.so.3 alternative (priority 95 > 10).
 # python3-torch: PyTorch itself, the reference some tests compare against.
-# iproute2, util-linux: `ip` and `unshare` for loopback-only test namespaces.
+# iproute2, util-linux, procps: `ip`, `tc`, `unshare`, `nsenter`, `ps` for the test namespaces
+#   (loopback-only ones, and the namespace nodes of tools/cluster/ns-cluster.sh).
 # libgloo-dev: headers of LibTorch's Gloo process group, the tcp backend under torchrun.
 # fortunes: the bundled English corpus of the GPT main job. python3-matplotlib: `triax plot`.
 # slurm-wlm: a one-machine Slurm cluster the test suite submits the sbatch script to.
 PACKAGES=(g++ cmake ninja-build clang-format libtorch-dev libopenblas0-openmp mpich libmpich-dev
-  libyaml-cpp-dev catch2 zlib1g-dev dataset-fashion-mnist python3-torch iproute2 util-linux
+  libyaml-cpp-dev catch2 zlib1g-dev dataset-fashion-mnist python3-torch iproute2 util-linux procps
   libgloo-dev fortunes python3-matplotlib slurm-wlm)
 
 install_packages() {
