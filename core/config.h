@@ -113,7 +113,9 @@ struct DdpConfig {
   bool bucketed = true;
   /// Node-aware gradient all-reduce: reduce-scatter inside each node, all-reduce across nodes,
   /// all-gather inside. "auto" (default): when the dp group spans nodes with the same number of
-  /// its ranks (at least 2) on each; "true": whenever the counts are equal; "false": flat.
+  /// its ranks (at least 2) on each; "true": whenever the counts are equal; "leader": as true,
+  /// but all-reduce inside, one all-reduce across among each node's first rank, broadcast
+  /// inside (one flow per link); "false": flat.
   std::string hierarchical = "auto";
 };
 

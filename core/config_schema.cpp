@@ -86,9 +86,9 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("allow_unused", c.ddp.allow_unused, "treat a parameter without gradient as zero");
     v.field("bucketed", c.ddp.bucketed,
             "buckets overlapped with backward; false = per-parameter all-reduce after backward");
-    v.field("hierarchical", c.ddp.hierarchical, {"auto", "true", "false"},
+    v.field("hierarchical", c.ddp.hierarchical, {"auto", "true", "leader", "false"},
             "gradient all-reduce inside each node first, then across nodes (auto: when the dp "
-            "group spans nodes evenly)");
+            "group spans nodes evenly; leader: one rank per node crosses)");
   });
   v.section("optimizer", [&] {
     v.field("shard", c.optimizer.shard,

@@ -90,9 +90,10 @@ Communicator& ParallelContext::dp_for_gradients(const std::string& mode) {
   // Every rank of the dp group sees the same members and nodes, so all decide alike (and build
   // the sub-communicators together).
   bool use = false;
-  if (mode == "true") {
+  const bool leader = mode == "leader";
+  if (mode == "true" || leader) {
     use = true;  // unequal counts are refused by the communicator, naming them
-    dp_choice_ = "ddp.hierarchical: true";
+    dp_choice_ = str("ddp.hierarchical: ", mode);
   } else if (mode == "auto") {
     use = spanned.size() > 1 && even && per_node >= 2;
     dp_choice_ = use ? str("ddp.hierarchical: auto, the dp group spans ", spanned.size(),
@@ -103,16 +104,23 @@ Communicator& ParallelContext::dp_for_gradients(const std::string& mode) {
                                                : "has one rank per node",
                            ")");
   } else {
-    TRIAX_CHECK(mode == "false", "ddp.hierarchical: '", mode, "' (valid: auto, true, false)");
+    TRIAX_CHECK(mode == "false", "ddp.hierarchical: '", mode,
+                "' (valid: auto, true, leader, false)");
     dp_choice_ = "ddp.hierarchical: false";
   }
   if (!use) return *dp_;
-  if (!dp_hierarchical_) {
-    dp_hierarchical_ = std::make_unique<HierarchicalCommunicator>(*dp_, node_of_member);
+  std::unique_ptr<Communicator>& built = leader ? dp_leader_ : dp_hierarchical_;
+  if (!built) {
+    built = std::make_unique<HierarchicalCommunicator>(
+        *dp_, node_of_member,
+        leader ? HierarchicalCommunicator::Scheme::kLeader
+               : HierarchicalCommunicator::Scheme::kScatter);
   }
-  dp_choice_ += str(" -> reduce-scatter in node, all-reduce across ", spanned.size(),
-                    " node(s), all-gather in node");
-  return *dp_hierarchical_;
+  dp_choice_ += leader ? str(" -> all-reduce in node, all-reduce across ", spanned.size(),
+                             " node(s) among node leaders, broadcast in node")
+                       : str(" -> reduce-scatter in node, all-reduce across ", spanned.size(),
+                             " node(s), all-gather in node");
+  return *built;
 }
 
 int ParallelContext::prev_stage_rank() const {

@@ -59,9 +59,10 @@ class ParallelContext {
   /// collectives then take the slow link); empty when every tp group is inside one node.
   std::string tp_span_warning() const;
 
-  /// The dp group for gradient all-reduces under ddp.hierarchical = `mode` (auto|true|false):
-  /// the node-aware HierarchicalCommunicator, or dp() itself. Collective over dp the first time
-  /// it chooses the hierarchical one (which is then kept).
+  /// The dp group for gradient all-reduces under ddp.hierarchical = `mode`
+  /// (auto|true|leader|false): a node-aware HierarchicalCommunicator (scatter scheme, or leader
+  /// scheme for "leader"), or dp() itself. Collective over dp the first time it builds one
+  /// (which is then kept).
   Communicator& dp_for_gradients(const std::string& mode);
   /// The last dp_for_gradients choice and why, for the log.
   const std::string& dp_choice() const { return dp_choice_; }
@@ -72,7 +73,7 @@ class ParallelContext {
   RankCoord coord_;
   std::unique_ptr<Communicator> tp_, dp_, pp_, model_parallel_, embedding_;
   NodeTopology nodes_;
-  std::unique_ptr<Communicator> dp_hierarchical_;
+  std::unique_ptr<Communicator> dp_hierarchical_, dp_leader_;  // built on first use
   std::string dp_choice_;
 };
 

@@ -134,6 +134,9 @@ TEST_CASE("the context picks the hierarchical all-reduce and warns about tp acro
     CHECK(context.nodes().num_nodes() == 2);
     CHECK_THAT(context.dp_for_gradients("auto").backend(), Contains("+hierarchical"));
     CHECK_THAT(context.dp_choice(), Contains("spans 2 nodes with " + std::to_string(n / 2)));
+    Communicator& leader = context.dp_for_gradients("leader");
+    CHECK_THAT(context.dp_choice(), Contains("among node leaders, broadcast in node"));
+    CHECK(&leader != &context.dp_for_gradients("true"));
     CHECK(&context.dp_for_gradients("false") == &context.dp());
     CHECK(context.tp_span_warning().empty());
     std::vector<int> all;
@@ -167,21 +170,26 @@ TEST_CASE("GPT training with the hierarchical all-reduce matches the flat one", 
     for (int step = 0; step < 6; ++step) {
       flat_losses.push_back(flat.step(testing::tiny_gpt_batch(step, config)));
     }
-    config.ddp.hierarchical = "auto";
-    GptTrainer hier(testing::plan_for(config, context), context);
-    CHECK_THAT(context.dp_choice(), Contains("reduce-scatter in node"));
-    for (int step = 0; step < 6; ++step) {
-      hier_losses.push_back(hier.step(testing::tiny_gpt_batch(step, config)));
+    for (const std::string mode : {"auto", "leader"}) {
+      INFO("ddp.hierarchical: " << mode);
+      config.ddp.hierarchical = mode;
+      GptTrainer hier(testing::plan_for(config, context), context);
+      CHECK_THAT(context.dp_choice(),
+                 Contains(mode == "auto" ? "reduce-scatter in node" : "among node leaders"));
+      hier_losses.clear();
+      for (int step = 0; step < 6; ++step) {
+        hier_losses.push_back(hier.step(testing::tiny_gpt_batch(step, config)));
+      }
+      for (size_t k = 0; k < flat_losses.size(); ++k) {
+        CHECK(std::abs(hier_losses[k] - flat_losses[k]) / flat_losses[k] < 1e-5);
+      }
+      double param_diff = 0;
+      const auto want = flat.chunks()[0]->parameters();
+      const auto have = hier.chunks()[0]->parameters();
+      for (size_t k = 0; k < want.size(); ++k) {
+        param_diff = std::max(param_diff, (have[k] - want[k]).abs().max().item<double>());
+      }
+      CHECK(param_diff < 5e-5);
     }
-    for (size_t k = 0; k < flat_losses.size(); ++k) {
-      CHECK(std::abs(hier_losses[k] - flat_losses[k]) / flat_losses[k] < 1e-5);
-    }
-    double param_diff = 0;
-    const auto want = flat.chunks()[0]->parameters();
-    const auto have = hier.chunks()[0]->parameters();
-    for (size_t k = 0; k < want.size(); ++k) {
-      param_diff = std::max(param_diff, (have[k] - want[k]).abs().max().item<double>());
-    }
-    CHECK(param_diff < 5e-5);
   }
 }
