@@ -62,6 +62,7 @@ TEST_CASE("an srun job step is read from SLURM_*", "[launch]") {
   CHECK(launch.world_size == 8);
   CHECK(launch.local_rank == 1);
   CHECK(launch.local_world_size == 2);  // node 2 is within "2(x3)"
+  CHECK(launch.node_index == 2);        // tells nodes apart beside the hostname
 }
 
 TEST_CASE("the last node of a compressed Slurm task list", "[launch]") {
@@ -88,6 +89,7 @@ TEST_CASE("torchrun is read from RANK/WORLD_SIZE/LOCAL_* and its rendezvous", "[
                                            {"LOCAL_WORLD_SIZE", "2"},
                                            {"MASTER_ADDR", "127.0.0.1"},
                                            {"MASTER_PORT", "29500"},
+                                           {"GROUP_RANK", "1"},
                                            {"TORCHELASTIC_RUN_ID", "none"},
                                            {"TORCHELASTIC_RESTART_COUNT", "0"},
                                            {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
@@ -98,6 +100,7 @@ TEST_CASE("torchrun is read from RANK/WORLD_SIZE/LOCAL_* and its rendezvous", "[
   CHECK(launch.local_world_size == 2);
   CHECK(launch.master_addr == "127.0.0.1");
   CHECK(launch.master_port == 29500);
+  CHECK(launch.node_index == 1);  // torchrun's GROUP_RANK is the node's index
 }
 
 TEST_CASE("hand-set RANK and WORLD_SIZE", "[launch]") {
@@ -107,6 +110,7 @@ TEST_CASE("hand-set RANK and WORLD_SIZE", "[launch]") {
   CHECK(launch.world_size == 2);
   CHECK(launch.local_rank == 1);
   CHECK(launch.local_world_size == 2);
+  CHECK(launch.node_index == -1);  // nodes told apart by hostname only
 }
 
 TEST_CASE("malformed launcher variables are named in the error", "[launch]") {
