@@ -4,7 +4,10 @@
 Reads RUN_DIR/flight/rank_*.json (each rank's flight recorder, written on a timeout, a fatal
 error or SIGUSR2; format: core/flight_recorder.h) and says which rank is behind and where the
 job is stuck:
-  - a rank without a record is a suspect (stopped, killed, or stuck outside any wait);
+  - a rank without a record is a suspect (stopped, killed, or stuck outside any wait); but when
+    every rank of a node is silent while ranks on other nodes wrote records, that node is the
+    suspect (lost or crashed), and a silent rank on a node that did report is not blamed: the
+    launcher may have ended it before its own timeout fired;
   - a receive that waits on a peer which never posted the matching send (same tag) names the
     mismatched send/receive pair and the peer;
   - a collective that waits while a member of its group never posted that collective (by the
@@ -27,16 +30,29 @@ def load(run_dir):
 
 
 def rank_table(run_dir):
-    """rank -> "pid P on HOST" from RUN_DIR/ranks.txt (written at start)."""
+    """rank -> (host, pid) from RUN_DIR/ranks.txt (written at start)."""
     table = {}
     try:
         with open(os.path.join(run_dir, "ranks.txt")) as f:
             for line in f:
                 rank, host, pid = line.split()
-                table[int(rank)] = f"pid {pid} on {host}"
+                table[int(rank)] = (host, pid)
     except OSError:
         pass
     return table
+
+
+def silent_nodes(records, world_size, hosts):
+    """host -> its ranks, for nodes none of whose ranks wrote a record while some other node's
+    ranks did (empty on one node, or without a rank table)."""
+    by_host = {}
+    for rank in range(world_size):
+        if rank in hosts:
+            by_host.setdefault(hosts[rank][0], []).append(rank)
+    if len(by_host) < 2 or len(hosts) < world_size:
+        return {}
+    silent = {h: ranks for h, ranks in by_host.items() if not any(r in records for r in ranks)}
+    return silent if len(silent) < len(by_host) else {}
 
 
 def members(group):
@@ -57,10 +73,21 @@ def describe(e):
     return f"{e['kind']}{peer}{what} over {e['group']}, step {e['step']}{mb}"
 
 
-def analyse(records, world_size):
+def analyse(records, world_size, hosts):
     findings, culprits = [], set()
+    lost = silent_nodes(records, world_size, hosts)
+    for host, ranks in sorted(lost.items()):
+        findings.append(f"every rank on {host} (rank {', '.join(map(str, ranks))}) left no flight "
+                        f"record while ranks on other nodes did: node {host} was lost or crashed "
+                        "(or all its ranks are stuck outside any wait)")
+        culprits.update(ranks)
     for rank in range(world_size):
-        if rank not in records:
+        if rank not in records and not any(rank in ranks for ranks in lost.values()):
+            if lost:
+                findings.append(f"rank {rank} left no flight record although a rank on its node "
+                                f"({hosts[rank][0]}) did: the launcher ended it before its own "
+                                "timeout fired, or it is stuck outside any wait")
+                continue
             findings.append(f"rank {rank} left no flight record: it was stopped, killed, or is "
                             "stuck outside any wait")
             culprits.add(rank)
@@ -120,7 +147,8 @@ def main():
         sys.exit(__doc__)
     run_dir = sys.argv[1]
     records = load(run_dir)
-    ranks = rank_table(run_dir)
+    hosts = rank_table(run_dir)
+    ranks = {rank: f"pid {pid} on {host}" for rank, (host, pid) in hosts.items()}
     died = os.path.join(run_dir, "flight", "died.txt")
     if os.path.exists(died):
         with open(died) as f:
@@ -141,7 +169,7 @@ def main():
         print(f"  rank {rank}: " + (f"[{r['reason']}] step {r['step']}: {r['last']}" if r
                                      else "NO RECORD") + (f" ({ranks[rank]})" if rank in ranks
                                                           else ""))
-    findings, culprits = analyse(records, world_size)
+    findings, culprits = analyse(records, world_size, hosts)
     for finding in dict.fromkeys(findings):
         print("- " + finding)
     if culprits:

@@ -6,7 +6,9 @@
 #   mpirun   mpiexec ends the job; run.dir/flight/died.txt (printed by `triax flight RUN_DIR`)
 #            names the ranks that vanished without a trace, on n2
 #   srun     Slurm notices a dead node only after SlurmdTimeout; the survivors time out after
-#            comm.timeout_s (20 s here) and `triax flight` names the ranks they waited for
+#            comm.timeout_s (20 s here) and `triax flight` names the ranks they waited for, or
+#            the node none of whose ranks wrote a record (Slurm ends the step when the first
+#            survivor gives up, which may be before the other's own timeout)
 #   torchrun each survivor's error names the host of the lost connection and its ranks
 #            (torchrun's own agent then waits in its exit barrier for the dead agent, up to
 #            300 s, a torchrun behaviour: the test stops it once the ranks have ended)
