@@ -81,8 +81,9 @@ def analyse(records, world_size, hosts):
                         f"record while ranks on other nodes did: node {host} was lost or crashed "
                         "(or all its ranks are stuck outside any wait)")
         culprits.update(ranks)
+    on_lost_nodes = {rank for ranks in lost.values() for rank in ranks}
     for rank in range(world_size):
-        if rank not in records and not any(rank in ranks for ranks in lost.values()):
+        if rank not in records and rank not in on_lost_nodes:
             if lost:
                 findings.append(f"rank {rank} left no flight record although a rank on its node "
                                 f"({hosts[rank][0]}) did: the launcher ended it before its own "

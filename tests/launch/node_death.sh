@@ -71,7 +71,8 @@ if [ "$LAUNCHER" != torchrun ]; then
   "$TRIAX" flight "$RUN" | tee "$RUN/flight.txt"
   # mpirun ends the survivors at once (their watchers then name the ranks that left no trace);
   # Slurm does not notice a dead node for SlurmdTimeout, so the survivors' comm.timeout_s ends
-  # the job and their flight records point at the ranks they waited for.
+  # the job; their flight records point at the ranks they waited for, and n2 is the node none of
+  # whose ranks wrote one.
   grep -q -e "rank 2 on n2, rank 3 on n2" -e "verdict: rank 2, 3 stopped the job" "$RUN/flight.txt" ||
     { echo "FAIL: triax flight does not name the lost ranks" >&2; exit 1; }
 else
