@@ -35,6 +35,24 @@ install_packages() {
     "${missing[@]}"
 }
 
+# tools/commands.txt: every command the scripts call, with its package. A package there must be
+# installed above or be one a minimal Debian 12 always has (`required:`); every command must run.
+# (A test once called `bc`, which a debootstrap system lacks; CTest script_commands scans the
+# scripts for commands the list misses.)
+check_commands() {
+  local list=tools/commands.txt required=() line cmd pkg bad=0
+  read -r -a required <<<"$(sed -n 's/^required: *//p' "$list")"
+  while read -r cmd pkg; do
+    case " ${PACKAGES[*]} ${required[*]} " in
+      *" $pkg "*) ;;
+      *) echo "setup: $list: $cmd comes from $pkg, which setup.sh does not install" >&2; bad=1 ;;
+    esac
+    command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || [ -x "/sbin/$cmd" ] || {
+      echo "setup: command $cmd (package $pkg) is missing" >&2; bad=1; }
+  done < <(sed -e 's/#.*//' -e '/^required:/d' -e '/^[[:space:]]*$/d' "$list")
+  [ "$bad" -eq 0 ] || { echo "setup: fix tools/commands.txt or PACKAGES in tools/setup.sh" >&2; exit 1; }
+}
+
 check_blas() {
   local blas
   blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || true)
@@ -58,6 +76,7 @@ case "$mode" in
   *) echo "usage: tools/setup.sh [train|test|build]" >&2; exit 2 ;;
 esac
 install_packages
+check_commands
 check_blas
 build
 case "$mode" in

@@ -29,7 +29,7 @@ run() {
     --set run.dir="$WORK/$name" --set sample.tokens=0 >"$WORK/$name.log" 2>&1
   rc=$?
   end=$(date +%s.%N)
-  seconds=$(echo "$end - $start" | bc)
+  seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
 }
 
 printf '%-16s %-6s %-8s %s\n' fault exit seconds verdict
@@ -42,7 +42,7 @@ for case in "stop:3:3 3" "kill:2:3 2" "skip-send:0:3 0" "skip-collective:3:3 3";
   verdict=$(grep -m1 '^verdict' "$WORK/$name.flight")
   printf '%-16s %-6s %-8.1f %s\n' "$name" "$rc" "$seconds" "$verdict"
   [ "$rc" -ne 0 ] || fail "$name: exit 0"
-  [ "$(echo "$seconds <= $TIMEOUT + 10" | bc)" = 1 ] || fail "$name: took ${seconds}s"
+  awk -v s="$seconds" -v t="$TIMEOUT" 'BEGIN { exit !(s <= t + 10) }' || fail "$name: took ${seconds}s"
   grep -q "^verdict: rank $culprit " "$WORK/$name.flight" || {
     fail "$name: triax flight does not name rank $culprit"
     cat "$WORK/$name.flight"
