@@ -91,7 +91,8 @@ std::string write_sharded_checkpoint(const FullModelState& state, int tensor, in
   config.parallel.pipeline = pipeline;
   config.parallel.data = 0;
   config.schedule.chunks_per_rank = chunks_per_rank;
-  if (chunks_per_rank == 1 && config.schedule.name == "interleaved") config.schedule.name = "1f1b";
+  if (chunks_per_rank == 1 && config.schedule.name == ScheduleKind::kInterleaved)
+    config.schedule.name = ScheduleKind::k1F1B;
   config.schedule.layer_boundaries.clear();  // balanced over the new stages
   check_gpt_layout(config);
   const GptOptions whole =

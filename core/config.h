@@ -11,12 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "core/config_choices.h"
+
 namespace triax {
 
 struct ModelConfig {
   /// Architecture: "mlp" (a Fashion-MNIST classifier, 784 -> hidden... -> 10) or "gpt" (a
   /// decoder-only pre-LayerNorm transformer). Default "mlp".
-  std::string arch = "mlp";
+  ModelKind arch = ModelKind::kMlp;
   /// Widths of the MLP's hidden layers, in features. Default [256, 128].
   std::vector<int64_t> mlp_hidden = {256, 128};
   /// GPT: model width (features per token). Default 128.
@@ -59,7 +61,7 @@ struct TrainConfig {
   /// Stop after this many optimizer steps (0 = run all epochs). Default 0.
   int64_t steps = 0;
   /// "sgd" (with momentum) or "adamw". Default "sgd".
-  std::string optimizer = "sgd";
+  OptimizerKind optimizer = OptimizerKind::kSgd;
   /// Learning rate. Default 0.05.
   double lr = 0.05;
   /// SGD momentum (ignored by adamw). Default 0.9.
@@ -78,7 +80,7 @@ struct TrainConfig {
   int64_t threads = 0;
   /// Activation recompute: "none", "full" (blocks keep only their input and run again in
   /// backward), "selective" (only the attention core is recomputed). Default "none".
-  std::string recompute = "none";
+  Recompute recompute = Recompute::kNone;
   /// With recompute "full": blocks per pipeline chunk to recompute, from its first; 0 = all.
   int64_t recompute_layers = 0;
   /// Clip the global gradient norm to this value (0 = no clipping). Default 0.
@@ -93,7 +95,7 @@ struct TrainConfig {
   int64_t warmup_steps = 0;
   /// After warm-up: "constant", "cosine" or "linear" decay from lr to min_lr at the last step.
   /// Default "constant".
-  std::string lr_decay = "constant";
+  LrDecay lr_decay = LrDecay::kConstant;
   /// The learning-rate floor of the decay. Default 0.
   double min_lr = 0.0;
   /// Evaluate on the held-out split every N steps (0 = only at the end). Default 0.
@@ -116,7 +118,7 @@ struct DdpConfig {
   /// its ranks (at least 2) on each; "true": whenever the counts are equal; "leader": as true,
   /// but all-reduce inside, one all-reduce across among each node's first rank, broadcast
   /// inside (one flow per link); "false": flat.
-  std::string hierarchical = "auto";
+  Hierarchical hierarchical = Hierarchical::kAuto;
 };
 
 struct OptimizerConfig {
@@ -127,7 +129,7 @@ struct OptimizerConfig {
 
 struct ScheduleConfig {
   /// Pipeline schedule: "gpipe", "1f1b" or "interleaved". Default "1f1b".
-  std::string name = "1f1b";
+  ScheduleKind name = ScheduleKind::k1F1B;
   /// Micro-batches per step; 0 = global_batch / (micro_batch * dp). Default 0.
   int64_t microbatches = 0;
   /// Model chunks per pipeline rank (interleaved: >= 2). Default 1.
@@ -167,7 +169,7 @@ struct CommConfig {
   /// Collective backend: "mpi" (MPICH; mpirun, srun --mpi=pmi2), "tcp" (LibTorch's Gloo over a
   /// TCP store at MASTER_ADDR:MASTER_PORT; torchrun), or "auto" (tcp under torchrun, else mpi).
   /// Default "auto".
-  std::string backend = "auto";
+  Backend backend = Backend::kAuto;
   /// Seconds any blocking wait may last (a collective, a pipeline receive, a DDP bucket, a
   /// barrier, joining the job) before the job is ended on every rank, naming what was waited
   /// for; the same meaning for mpi and tcp (docs/reliability.md). Default 300.

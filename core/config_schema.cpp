@@ -10,7 +10,7 @@ constexpr IntRule kNonNegative{0};
 
 void visit_config(Config& c, ConfigVisitor& v) {
   v.section("model", [&] {
-    v.field("arch", c.model.arch, {"mlp", "gpt"}, "architecture");
+    choice_field(v, "arch", c.model.arch, "architecture");
     v.field("mlp_hidden", c.model.mlp_hidden, kPositive, "MLP hidden layer widths (features)");
     v.field("hidden", c.model.hidden, kPositive, "GPT width (features per token)");
     v.field("heads", c.model.heads, kPositive, "GPT attention heads (divisible by tensor)");
@@ -39,7 +39,7 @@ void visit_config(Config& c, ConfigVisitor& v) {
             "samples per forward/backward on a rank; 0 = global_batch/dp");
     v.field("epochs", c.train.epochs, kPositive, "passes over the training set");
     v.field("steps", c.train.steps, kNonNegative, "stop after N optimizer steps; 0 = all epochs");
-    v.field("optimizer", c.train.optimizer, {"sgd", "adamw"}, "optimizer");
+    choice_field(v, "optimizer", c.train.optimizer, "optimizer");
     v.field("lr", c.train.lr, RealRule{0.0, 10.0, true}, "learning rate");
     v.field("momentum", c.train.momentum, RealRule{0.0, 1.0}, "SGD momentum");
     v.field("weight_decay", c.train.weight_decay, RealRule{0.0, 1.0}, "weight decay");
@@ -49,7 +49,7 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("threads", c.train.threads, IntRule{0, 1024},
             "compute threads per rank; 0 = from the launcher (OMP_NUM_THREADS, "
             "SLURM_CPUS_PER_TASK, CPU binding, else node CPUs / local ranks)");
-    v.field("recompute", c.train.recompute, {"none", "full", "selective"},
+    choice_field(v, "recompute", c.train.recompute,
             "activation recompute: full = blocks keep only their input and run again in "
             "backward; selective = only the attention core (softmax, dropout) is recomputed");
     v.field("recompute_layers", c.train.recompute_layers, IntRule{0, 1 << 20},
@@ -61,7 +61,7 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("eps", c.train.eps, RealRule{0.0, 1.0, true}, "AdamW epsilon");
     v.field("warmup_steps", c.train.warmup_steps, kNonNegative,
             "linear learning-rate warm-up steps from 0 to lr");
-    v.field("lr_decay", c.train.lr_decay, {"constant", "cosine", "linear"},
+    choice_field(v, "lr_decay", c.train.lr_decay,
             "decay after warm-up, from lr to min_lr at the last step");
     v.field("min_lr", c.train.min_lr, RealRule{0.0, 10.0}, "learning-rate floor of the decay");
     v.field("eval_every", c.train.eval_every, kNonNegative,
@@ -70,7 +70,7 @@ void visit_config(Config& c, ConfigVisitor& v) {
             "global batches per evaluation; 0 = the whole held-out split");
   });
   v.section("schedule", [&] {
-    v.field("name", c.schedule.name, {"gpipe", "1f1b", "interleaved"}, "pipeline schedule");
+    choice_field(v, "name", c.schedule.name, "pipeline schedule");
     v.field("microbatches", c.schedule.microbatches, kNonNegative,
             "micro-batches per step; 0 = global_batch / (micro_batch * dp)");
     v.field("chunks_per_rank", c.schedule.chunks_per_rank, IntRule{1, 64},
@@ -86,7 +86,7 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("allow_unused", c.ddp.allow_unused, "treat a parameter without gradient as zero");
     v.field("bucketed", c.ddp.bucketed,
             "buckets overlapped with backward; false = per-parameter all-reduce after backward");
-    v.field("hierarchical", c.ddp.hierarchical, {"auto", "true", "leader", "false"},
+    choice_field(v, "hierarchical", c.ddp.hierarchical,
             "gradient all-reduce inside each node first, then across nodes (auto: when the dp "
             "group spans nodes evenly; leader: one rank per node crosses)");
   });
@@ -114,7 +114,7 @@ void visit_config(Config& c, ConfigVisitor& v) {
             "GPT: softmax temperature when top_k > 1");
   });
   v.section("comm", [&] {
-    v.field("backend", c.comm.backend, {"auto", "mpi", "tcp"},
+    choice_field(v, "backend", c.comm.backend,
             "collectives: mpi (mpirun, srun), tcp (Gloo over torchrun's store), auto");
     v.field("timeout_s", c.comm.timeout_s, IntRule{1, 86400},
             "seconds any blocking wait (collective, pipeline receive, DDP bucket, barrier, "

@@ -43,6 +43,16 @@ class ConfigVisitor {
                      const char* doc) = 0;
 };
 
+/// A closed choice: visited as its YAML spelling (so readers validate and writers print it like
+/// any string field), kept as the enum. An invalid spelling is reported by the reader and leaves
+/// the value as it was.
+template <typename E>
+void choice_field(ConfigVisitor& v, const std::string& key, E& value, const char* doc) {
+  std::string text = choice_name(value);
+  v.field(key, text, choice_names<E>(), doc);
+  parse_choice(text, &value);
+}
+
 /// Walks every section and field of `config` in file order.
 void visit_config(Config& config, ConfigVisitor& visitor);
 

@@ -130,7 +130,7 @@ torch::Tensor GptBlockImpl::attention(const torch::Tensor& x) {
     return torch::bmm(probs, v);
   };
   // Selective recompute keeps q, k, v and recomputes the [heads, s, s] tensors in backward.
-  const torch::Tensor context = options_.recompute == "selective"
+  const torch::Tensor context = options_.recompute == Recompute::kSelective
                                     ? checkpointed(core, *dropout_, parts[0], parts[1], parts[2])
                                     : core(parts[0], parts[1], parts[2]);
   const torch::Tensor y =
@@ -174,7 +174,10 @@ GptImpl::GptImpl(const GptOptions& options, Communicator& tp) : options_(options
     seed_part(options_.seed, kEmbeddingPart);
     token_embedding = register_module(
         "token_embedding",
-        VocabParallelEmbedding(VocabParallelEmbeddingOptions(options_.vocab, options_.hidden), tp));
+        VocabParallelEmbedding(VocabParallelEmbeddingOptions(options_.vocab, options_.hidden)
+                                   .tied(options_.tie_embeddings)
+                                   .tied_copy(!options_.has_embedding),
+                               tp));
     if (options_.has_embedding) {
       position_embedding = register_module("position_embedding",
                                            torch::nn::Embedding(options_.seq_len, options_.hidden));
@@ -213,7 +216,7 @@ torch::Tensor GptImpl::embed(const torch::Tensor& ids) {
 }
 
 torch::Tensor GptImpl::run_layers(torch::Tensor h) {
-  const size_t recomputed = options_.recompute != "full" ? 0
+  const size_t recomputed = options_.recompute != Recompute::kFull ? 0
                             : options_.recompute_layers > 0
                                 ? static_cast<size_t>(options_.recompute_layers)
                                 : blocks_.size();

@@ -44,10 +44,10 @@ struct GptOptions {
   int64_t last_layer = -1;     ///< one past its last layer; -1 = layers
   bool has_embedding = true;   ///< holds the embeddings (first pipeline stage)
   bool has_head = true;        ///< holds final norm, head and loss (last pipeline stage)
-  /// Activation recompute (train.recompute): "none"; "full": the first `recompute_layers` blocks
-  /// of this part (0 = all) keep only their input and run again in backward; "selective": every
+  /// Activation recompute (train.recompute): none; full: the first `recompute_layers` blocks
+  /// of this part (0 = all) keep only their input and run again in backward; selective: every
   /// block recomputes its attention core (scores, softmax, dropout: the s^2 activations).
-  std::string recompute = "none";
+  Recompute recompute = Recompute::kNone;
   int64_t recompute_layers = 0;
   /// parallel.sequence: in training, activations between the tensor-parallel regions are split
   /// along the sequence over tp (parallel/tp/sequence_parallel.h); evaluation and generation

@@ -1,6 +1,7 @@
 #include "models/gpt_stages.h"
 
 #include "core/error.h"
+#include "parallel/grad_sums.h"
 
 namespace triax {
 
@@ -51,47 +52,11 @@ GptOptions gpt_stage_options(const GptOptions& whole, int stage,
 void all_reduce_tied_embedding_grads(std::vector<Gpt>& chunks, Communicator* embedding_group) {
   std::vector<torch::Tensor> copies;
   for (auto& chunk : chunks) {
-    if (!chunk->options().tie_embeddings) return;
-    if (const torch::Tensor* w = chunk->named_parameters().find("token_embedding.weight"))
-      copies.push_back(*w);
-  }
-  if (copies.empty()) return;
-  const bool across_ranks = embedding_group != nullptr && embedding_group->size() > 1;
-  if (copies.size() == 1 && !across_ranks) return;  // one copy: its gradient is already whole
-  torch::Tensor sum = torch::zeros_like(copies.front());
-  for (auto& w : copies) {
-    if (w.grad().defined()) sum += w.grad();
-  }
-  if (across_ranks) embedding_group->all_reduce(sum);
-  // In place where a gradient exists: it may be a view into DDP's bucket (which, with a sharded
-  // optimizer, is reduce-scattered after this).
-  for (auto& w : copies) {
-    if (w.grad().defined()) {
-      w.mutable_grad().copy_(sum);
-    } else {
-      w.mutable_grad() = sum.clone();
+    for (const auto& [name, traits] : collect_param_traits(*chunk)) {
+      if (traits.tied) copies.push_back(chunk->named_parameters()[name]);
     }
   }
-}
-
-void all_reduce_sequence_partial_grads(std::vector<Gpt>& chunks, Communicator& tp) {
-  std::vector<torch::Tensor> grads;
-  for (auto& chunk : chunks) {
-    for (auto& p : chunk->sequence_partial_parameters()) {
-      if (p.grad().defined()) grads.push_back(p.grad());
-    }
-  }
-  if (grads.empty()) return;
-  // One all-reduce for all of them (they are small: norms and biases).
-  std::vector<torch::Tensor> flat;
-  for (auto& g : grads) flat.push_back(g.reshape({-1}));
-  torch::Tensor sum = torch::cat(flat);
-  tp.all_reduce(sum, ReduceOp::kSum);
-  int64_t offset = 0;
-  for (auto& g : grads) {
-    g.copy_(sum.narrow(0, offset, g.numel()).view(g.sizes()));
-    offset += g.numel();
-  }
+  sum_tied_grads(copies, embedding_group);
 }
 
 }  // namespace triax

@@ -27,12 +27,9 @@ GptOptions gpt_stage_options(const GptOptions& whole, int stage,
                              const std::vector<std::pair<int64_t, int64_t>>& ranges);
 
 /// Sums the token-embedding gradients of this rank's chunks and over `embedding_group` (the
-/// ranks of the first and last stages; nullptr on other ranks), and gives every copy the sum.
-/// Does nothing for an untied model.
+/// ranks of the first and last stages; nullptr on other ranks), and gives every copy the sum
+/// (parallel/grad_sums.h; the trainer does this in finalize_model_grads). Does nothing for an
+/// untied model.
 void all_reduce_tied_embedding_grads(std::vector<Gpt>& chunks, Communicator* embedding_group);
-
-/// Sequence parallelism: sums over tp the gradients each rank computed from its part of the
-/// sequence (Gpt::sequence_partial_parameters), in place. Nothing without it.
-void all_reduce_sequence_partial_grads(std::vector<Gpt>& chunks, Communicator& tp);
 
 }  // namespace triax

@@ -35,8 +35,8 @@ std::unique_ptr<Communicator> split_named(Communicator& world, const RankGroups&
 }  // namespace
 
 ParallelContext::ParallelContext(std::shared_ptr<Communicator> world, ParallelLayout layout,
-                                 const std::string& node_key)
-    : world_(std::move(world)), layout_(std::move(layout)) {
+                                 const std::string& node_key, Hierarchical dp_gradients)
+    : world_(std::move(world)), layout_(std::move(layout)), dp_gradient_mode_(dp_gradients) {
   TRIAX_CHECK(world_ != nullptr, "ParallelContext needs a world communicator");
   TRIAX_CHECK(world_->size() == layout_.world_size(), "the world communicator has ", world_->size(),
               " ranks but the layout is for ", layout_.world_size());
@@ -54,6 +54,7 @@ ParallelContext::ParallelContext(std::shared_ptr<Communicator> world, ParallelLa
   TRIAX_CHECK(tp_->rank() == coord_.tp && dp_->rank() == coord_.dp && pp_->rank() == coord_.pp,
               "sub-communicator ranks disagree with the layout");
   nodes_ = NodeTopology(all_gather_text(*world_, node_key));
+  build_dp_gradients();
 }
 
 std::string ParallelContext::table() const {
@@ -76,7 +77,8 @@ std::string ParallelContext::tp_span_warning() const {
              "numbered consecutively (the launchers' default)");
 }
 
-Communicator& ParallelContext::dp_for_gradients(const std::string& mode) {
+void ParallelContext::build_dp_gradients() {
+  const Hierarchical mode = dp_gradient_mode_;
   const std::vector<int> members = layout_.group_of(Axis::kDp, rank());
   std::vector<int> node_of_member;
   for (int r : members) node_of_member.push_back(nodes_.node_of(r));
@@ -90,11 +92,11 @@ Communicator& ParallelContext::dp_for_gradients(const std::string& mode) {
   // Every rank of the dp group sees the same members and nodes, so all decide alike (and build
   // the sub-communicators together).
   bool use = false;
-  const bool leader = mode == "leader";
-  if (mode == "true" || leader) {
+  const bool leader = mode == Hierarchical::kLeader;
+  if (mode == Hierarchical::kTrue || leader) {
     use = true;  // unequal counts are refused by the communicator, naming them
     dp_choice_ = str("ddp.hierarchical: ", mode);
-  } else if (mode == "auto") {
+  } else if (mode == Hierarchical::kAuto) {
     use = spanned.size() > 1 && even && per_node >= 2;
     dp_choice_ = use ? str("ddp.hierarchical: auto, the dp group spans ", spanned.size(),
                            " nodes with ", per_node, " ranks on each")
@@ -104,23 +106,17 @@ Communicator& ParallelContext::dp_for_gradients(const std::string& mode) {
                                                : "has one rank per node",
                            ")");
   } else {
-    TRIAX_CHECK(mode == "false", "ddp.hierarchical: '", mode,
-                "' (valid: auto, true, leader, false)");
     dp_choice_ = "ddp.hierarchical: false";
   }
-  if (!use) return *dp_;
-  std::unique_ptr<Communicator>& built = leader ? dp_leader_ : dp_hierarchical_;
-  if (!built) {
-    built = std::make_unique<HierarchicalCommunicator>(
-        *dp_, node_of_member,
-        leader ? HierarchicalCommunicator::Scheme::kLeader
-               : HierarchicalCommunicator::Scheme::kScatter);
-  }
+  if (!use) return;
+  dp_gradients_ = std::make_unique<HierarchicalCommunicator>(
+      *dp_, node_of_member,
+      leader ? HierarchicalCommunicator::Scheme::kLeader
+             : HierarchicalCommunicator::Scheme::kScatter);
   dp_choice_ += leader ? str(" -> all-reduce in node, all-reduce across ", spanned.size(),
                              " node(s) among node leaders, broadcast in node")
                        : str(" -> reduce-scatter in node, all-reduce across ", spanned.size(),
                              " node(s), all-gather in node");
-  return *built;
 }
 
 int ParallelContext::prev_stage_rank() const {

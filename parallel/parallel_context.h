@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "core/config_choices.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/node_topology.h"
 #include "parallel/parallel_layout.h"
@@ -21,8 +22,11 @@ class ParallelContext {
  public:
   /// Collective over `world`; world->size() must equal layout.world_size(). `node_key`: this
   /// rank's node (local_node_key(); tests pass made-up ones to place ranks on pretend nodes).
+  /// `dp_gradients`: ddp.hierarchical, resolved here against the node topology; the gradient
+  /// communicator it picks is built here, once (dp_gradients()).
   ParallelContext(std::shared_ptr<Communicator> world, ParallelLayout layout,
-                  const std::string& node_key = local_node_key(-1));
+                  const std::string& node_key = local_node_key(-1),
+                  Hierarchical dp_gradients = Hierarchical::kAuto);
 
   const ParallelLayout& layout() const { return layout_; }
   int rank() const { return world_->rank(); }
@@ -59,12 +63,13 @@ class ParallelContext {
   /// collectives then take the slow link); empty when every tp group is inside one node.
   std::string tp_span_warning() const;
 
-  /// The dp group for gradient all-reduces under ddp.hierarchical = `mode`
-  /// (auto|true|leader|false): a node-aware HierarchicalCommunicator (scatter scheme, or leader
-  /// scheme for "leader"), or dp() itself. Collective over dp the first time it builds one
-  /// (which is then kept).
-  Communicator& dp_for_gradients(const std::string& mode);
-  /// The last dp_for_gradients choice and why, for the log.
+  /// The dp group for gradient reductions, as ddp.hierarchical chose at construction: a
+  /// node-aware HierarchicalCommunicator (scatter scheme; leader scheme for `leader`), or dp()
+  /// itself.
+  Communicator& dp_gradients() { return dp_gradients_ ? *dp_gradients_ : *dp_; }
+  /// The ddp.hierarchical the context was built with.
+  Hierarchical dp_gradient_mode() const { return dp_gradient_mode_; }
+  /// The choice of dp_gradients() and why, for the log.
   const std::string& dp_choice() const { return dp_choice_; }
 
  private:
@@ -73,7 +78,10 @@ class ParallelContext {
   RankCoord coord_;
   std::unique_ptr<Communicator> tp_, dp_, pp_, model_parallel_, embedding_;
   NodeTopology nodes_;
-  std::unique_ptr<Communicator> dp_hierarchical_, dp_leader_;  // built on first use
+  /// Decides dp_gradients() (every rank of a dp group alike) and builds it (collective over dp).
+  void build_dp_gradients();
+  Hierarchical dp_gradient_mode_;
+  std::unique_ptr<Communicator> dp_gradients_;  // null: flat, dp() itself
   std::string dp_choice_;
 };
 

@@ -157,35 +157,41 @@ Schedule interleaved_one_f_one_b(int stages, int microbatches, int chunks) {
   return with_communication("interleaved", stages, microbatches, chunks, compute);
 }
 
-Schedule make_schedule(const std::string& name, int stages, int microbatches, int chunks) {
-  if (name == "gpipe" || name == "1f1b") {
+Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chunks) {
+  if (kind != ScheduleKind::kInterleaved) {
     if (chunks != 1) {
       throw ConfigError(str("schedule.chunks_per_rank: ", chunks,
                             " needs schedule.name: "
                             "interleaved (",
-                            name, " runs one chunk per rank; valid: 1)"));
+                            kind, " runs one chunk per rank; valid: 1)"));
     }
-    return name == "gpipe" ? gpipe(stages, microbatches) : one_f_one_b(stages, microbatches);
+    return kind == ScheduleKind::kGpipe ? gpipe(stages, microbatches)
+                                        : one_f_one_b(stages, microbatches);
   }
-  if (name == "interleaved") {
-    if (chunks < 2) {
-      throw ConfigError(str("schedule.chunks_per_rank: ", chunks,
-                            " is too few for the "
-                            "interleaved schedule (valid: >= 2; or schedule.name: 1f1b)"));
-    }
-    if (microbatches % stages != 0) {
-      throw ConfigError(str("schedule.microbatches: ", microbatches,
-                            " is not a multiple of "
-                            "parallel.pipeline=",
-                            stages,
-                            ", which the interleaved schedule needs "
-                            "(valid: ",
-                            stages, ", ", 2 * stages, ", ", 3 * stages, ", ...)"));
-    }
-    return interleaved_one_f_one_b(stages, microbatches, chunks);
+  if (chunks < 2) {
+    throw ConfigError(str("schedule.chunks_per_rank: ", chunks,
+                          " is too few for the "
+                          "interleaved schedule (valid: >= 2; or schedule.name: 1f1b)"));
   }
-  throw ConfigError(
-      str("schedule.name: '", name, "' is not a schedule (valid: gpipe, 1f1b, interleaved)"));
+  if (microbatches % stages != 0) {
+    throw ConfigError(str("schedule.microbatches: ", microbatches,
+                          " is not a multiple of "
+                          "parallel.pipeline=",
+                          stages,
+                          ", which the interleaved schedule needs "
+                          "(valid: ",
+                          stages, ", ", 2 * stages, ", ", 3 * stages, ", ...)"));
+  }
+  return interleaved_one_f_one_b(stages, microbatches, chunks);
+}
+
+Schedule make_schedule(const std::string& name, int stages, int microbatches, int chunks) {
+  ScheduleKind kind;
+  if (!parse_choice(name, &kind)) {
+    throw ConfigError(str("schedule.name: '", name, "' is not a schedule (valid: ",
+                          join(choice_names<ScheduleKind>(), ", "), ")"));
+  }
+  return make_schedule(kind, stages, microbatches, chunks);
 }
 
 }  // namespace triax

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "core/config_choices.h"
+
 namespace triax {
 
 enum class ActionKind {
@@ -72,8 +74,10 @@ Schedule interleaved_one_f_one_b(int stages, int microbatches, int chunks);
 /// micro-batch of a chunk before the next chunk (stage order, so it cannot deadlock).
 Schedule forward_only(int stages, int microbatches, int chunks);
 
-/// By name ("gpipe", "1f1b", "interleaved"); throws ConfigError naming schedule.* keys when the
+/// schedule.name's schedule; throws ConfigError naming schedule.* keys when the
 /// combination is not supported.
+Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chunks);
+/// The same by YAML spelling (benchmarks, tests); throws ConfigError for an unknown name.
 Schedule make_schedule(const std::string& name, int stages, int microbatches, int chunks);
 
 /// Inserts the send/receive actions implied by each rank's compute order (see above).

@@ -245,7 +245,7 @@ std::string peer_ranks_note(const std::string& message) {
     const double grace = std::clamp(Communicator::timeout() / 4, 1.0, 10.0);
     std::this_thread::sleep_for(std::chrono::duration<double>(rank == 0 ? grace / 2 : grace));
     if (rank == 0 && !path.empty()) log::error(flight::summary(world_size));
-    if (world.backend() == "tcp" && !path.empty()) kill_silent_local_ranks(rank);
+    if (world.backend() == Backend::kTcp && !path.empty()) kill_silent_local_ranks(rank);
   }
   world.abort(code);
 }
@@ -283,7 +283,7 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
   // 1. Everything that needs no communication, on every rank alike: the run's plan.
   LaunchEnv launch;
   std::optional<RunPlan> plan;
-  std::string backend;
+  Backend backend = Backend::kMpi;
   std::optional<Manifest> checkpoint;
   try {
     launch = detect_launch(process_env());
@@ -324,13 +324,13 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
         config, launch, process_env(),
         static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), cpus_available());
     torch::set_num_threads(threads.threads);
-    ParallelContext context(world->communicator(), plan->layout, local_node_key(launch.node_index));
+    ParallelContext context(world->communicator(), plan->layout, local_node_key(launch.node_index),
+                            config.ddp.hierarchical);
     log::set_prefix(context.prefix());
     log::set_is_root(context.rank() == 0);
     log::info(str("launch: ", launch.describe(), ", backend ", world->backend(), ", ",
                   torch::get_num_threads(), " compute thread(s) per rank (", threads.source, ")"));
     if (threads.oversubscribed && launch.local_rank == 0) log::warn(threads.warning);
-    context.dp_for_gradients(config.ddp.hierarchical);  // collective: every dp group decides now
     log::info(context.table() + context.dp_choice() + "\nresolved configuration:\n" +
               to_yaml(config));
     if (const std::string warning = context.tp_span_warning(); !warning.empty()) {

@@ -23,15 +23,18 @@
 #include "schedules/pipeline_executor.h"
 #include "train/batch_plan.h"
 #include "train/run_plan.h"
-#include "train/sharded_adamw.h"
+#include "train/finalize_grads.h"
+#include "train/optim/optimizer.h"
 
 namespace triax {
 
 /// Where one step's time went on this rank, in seconds (steady clock; always measured: a few
 /// clock reads per micro-batch). forward includes the loss; backward is the rest of the pipeline
 /// schedule (backwards, gradient hooks, waits on pipeline neighbours); ddp_wait is the
-/// data-parallel communication not hidden behind backward; clip covers the tied-embedding sum
-/// and the global gradient norm; loss_sync the loss's all-reduce over dp.
+/// data-parallel communication not hidden behind backward; clip covers the other gradient
+/// fix-ups of finalize_model_grads (sequence-parallel and tied-embedding sums); optimizer the
+/// Optimizer's step (global norm, clipping, update; ZeRO-1's all-gather); loss_sync the loss's
+/// all-reduce over dp.
 struct StepPhases {
   double forward = 0;
   double backward = 0;
@@ -79,17 +82,11 @@ class GptTrainer {
   /// Restores what checkpoint_contents() gave (names checked; throws naming a missing one).
   void load_state_tensors(const std::map<std::string, torch::Tensor>& tensors);
   /// Bytes of optimizer state this rank holds (its slices with optimizer.shard).
-  int64_t optimizer_state_bytes() const;
-  /// "c<chunk>/<parameter>" of each of this rank's parameters, in order.
-  const std::vector<std::string>& parameter_names() const { return param_names_; }
+  int64_t optimizer_state_bytes() const { return optimizer_->state_bytes(); }
   /// Parameters of the whole model (all tp and pp ranks together, tied weights once).
   int64_t model_parameters() const { return model_parameters_; }
 
  private:
-  /// With a sharded optimizer: tied sum, reduce-scatter, norm + update + all-gather, loss.
-  double finish_sharded_step(double loss, std::chrono::steady_clock::time_point start);
-  /// Both kinds of step end here: the loss averaged over dp, and the step's total time.
-  double finish_step(double loss, std::chrono::steady_clock::time_point start);
   /// The executor's forward and loss over this rank's share `local` (checked).
   StageFunctions stage_functions(const torch::Tensor& local);
 
@@ -99,15 +96,11 @@ class GptTrainer {
   Schedule schedule_;
   std::vector<Gpt> chunks_;
   std::vector<std::unique_ptr<GradientSync>> ddp_;
-  /// The optimizer; with optimizer.shard it only carries full state for checkpoints, and
-  /// sharded_ steps.
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  std::unique_ptr<ShardedAdamW> sharded_;
+  ModelGrads grads_;  ///< what finalize_model_grads acts on
+  std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<PipelineExecutor> executor_;
   std::unique_ptr<PipelineExecutor> eval_executor_;  ///< sequence parallelism: whole sequences
-  std::vector<torch::Tensor> params_;
-  std::vector<bool> counted_in_norm_;
-  std::vector<std::string> param_names_;
+  std::vector<OptimizedParam> params_;
   Schedule eval_schedule_;
   int64_t model_parameters_ = 0;
   double grad_norm_ = 0;

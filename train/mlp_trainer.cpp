@@ -7,7 +7,7 @@
 #include "core/log.h"
 #include "data/distributed_sampler.h"
 #include "train/lr_schedule.h"
-#include "train/optimizer.h"
+#include "train/optim/replicated_optimizer.h"
 
 namespace triax {
 namespace {
@@ -33,9 +33,9 @@ MlpTrainer::MlpTrainer(const RunPlan& plan, ParallelContext& context)
   std::vector<std::pair<std::string, torch::Tensor>> named;
   for (const auto& item : model_->named_parameters()) named.emplace_back(item.key(), item.value());
   sync_ = make_gradient_sync(
-      std::move(named), context_.dp_for_gradients(plan_.config.ddp.hierarchical), plan_.config.ddp);
+      std::move(named), context_.dp_gradients(), plan_.config.ddp);
   sync_->broadcast_parameters();
-  optimizer_ = make_optimizer(plan_.config.train, model_->parameters());
+  optimizer_ = make_torch_optimizer(plan_.config.train, model_->parameters());
 }
 
 double MlpTrainer::train_step(const std::vector<int64_t>& rank_indices, int64_t step_in_epoch) {

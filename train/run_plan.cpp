@@ -101,8 +101,8 @@ void open_data(RunPlan& plan, DataCheck check) {
 
 // Recompute and sequence parallelism are the GPT block's: the MLP would silently ignore them.
 void check_gpt_only_options(const Config& config) {
-  if (config.model.arch == "gpt") return;
-  if (config.train.recompute != "none") {
+  if (config.model.arch == ModelKind::kGpt) return;
+  if (config.train.recompute != Recompute::kNone) {
     throw ConfigError(str("train.recompute: '", config.train.recompute,
                           "' recomputes GPT blocks; model.arch is '", config.model.arch,
                           "' (set train.recompute: none)"));
@@ -118,11 +118,11 @@ void check_gpt_only_options(const Config& config) {
 // ZeRO-1 shards AdamW's moments over DDP's buckets, so it needs both (and the GPT trainer).
 void check_sharded_optimizer(const Config& config) {
   if (!config.optimizer.shard) return;
-  if (config.model.arch != "gpt") {
+  if (config.model.arch != ModelKind::kGpt) {
     throw ConfigError(str("optimizer.shard: true is supported for model.arch: gpt, not '",
                           config.model.arch, "' (set optimizer.shard: false)"));
   }
-  if (config.train.optimizer != "adamw") {
+  if (config.train.optimizer != OptimizerKind::kAdamW) {
     throw ConfigError(str("optimizer.shard: true shards AdamW's state, but train.optimizer is '",
                           config.train.optimizer,
                           "' (set train.optimizer: adamw, or optimizer.shard: false)"));
@@ -139,7 +139,7 @@ void check_sharded_optimizer(const Config& config) {
 RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
   RunPlan plan;
   plan.config = config;
-  plan.model = config.model.arch == "gpt" ? ModelKind::kGpt : ModelKind::kMlp;
+  plan.model = config.model.arch;
   plan.layout = ParallelLayout::from_config(config.parallel, world_size);
   if (plan.model == ModelKind::kGpt) {
     check_gpt_layout(config);

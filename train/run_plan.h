@@ -1,4 +1,4 @@
-// defines: triax::ModelKind, triax::DataPlan, triax::DataCheck, triax::RunPlan, triax::plan_run
+// defines: triax::DataPlan, triax::DataCheck, triax::RunPlan, triax::plan_run
 //
 // Everything about a run that can be decided without communication, decided once. plan_run
 // validates the configuration against the launch's world size in a fixed order (layout, the
@@ -27,8 +27,6 @@
 #include "train/batch_plan.h"
 
 namespace triax {
-
-enum class ModelKind { kGpt, kMlp };
 
 /// What the datasets allow, for the batch the plan holds.
 struct DataPlan {

@@ -1,5 +1,7 @@
 #include "parallel/comm/gloo_communicator.h"
 
+#include "parallel/comm/polled_work.h"
+
 // Debian's LibTorch is built with Gloo (its CMake target defines USE_C10D_GLOO).
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -66,58 +68,36 @@ torch::Tensor reduction_buffer(const torch::Tensor& tensor) {
   return is_16bit_float(tensor) ? tensor.to(torch::kFloat) : contiguous_buffer(tensor);
 }
 
-class GlooWork : public Work {
+// Gloo progresses in its own threads and waits on a condition variable with its own deadline
+// (comm.timeout_s): the work blocks in it (Note [Watchdog] in polled_work.h).
+class GlooCompletion : public Completion {
  public:
-  GlooWork(c10::intrusive_ptr<c10d::Work> work, std::function<void()> on_complete,
-           std::vector<torch::Tensor> keep_alive = {})
-      : work_(std::move(work)),
-        on_complete_(std::move(on_complete)),
-        keep_alive_(std::move(keep_alive)) {}
-
-  void track(uint64_t flight_id) { flight_id_ = flight_id; }
-
-  void wait() override {
-    if (done_) return;
-    try {
-      work_->wait();  // rethrows Gloo's error (a peer gone, the timeout)
-    } catch (const std::exception& e) {
-      // Note [Watchdog]: the tcp backend keeps Gloo's own deadline (comm.timeout_s); its error
-      // is given the same description of the operation as the MPI backend's.
-      const std::string what = e.what();
-      const std::string op = flight_id_ != 0 ? flight::describe(flight_id_) : "an operation";
-      if (what.find("imed out") != std::string::npos || what.find("imeout") != std::string::npos) {
-        flight::set_abandoning();
-        throw TimeoutError(
-            str("waited more than comm.timeout_s = ", static_cast<int>(Communicator::timeout()),
-                " s for ", op, " (Gloo: ", what.substr(0, what.find('\n')), ")"));
-      }
-      throw Error(str(op, " failed: ", what.substr(0, what.find('\n')),
-                      " (a peer's connection closed: that rank ended or crashed)"));
-    }
-    finish();
+  explicit GlooCompletion(c10::intrusive_ptr<c10d::Work> work) : work_(std::move(work)) {}
+  bool test() override {
+    if (!work_->isCompleted()) return false;
+    work_->wait();  // rethrows Gloo's error, if the operation ended in one
+    return true;
   }
-  bool is_completed() override {
-    if (!done_ && work_->isCompleted()) wait();
-    return done_;
+  bool blocks() const override { return true; }
+  bool must_finish() const override { return false; }
+  void block() override { work_->wait(); }
+  bool is_timeout(const std::exception& e) const override {
+    const std::string what = e.what();
+    return what.find("imed out") != std::string::npos || what.find("imeout") != std::string::npos;
+  }
+  std::string library() const override { return "Gloo"; }
+  std::string failure_hint() const override {
+    return " (a peer's connection closed: that rank ended or crashed)";
   }
 
  private:
-  void finish() {
-    done_ = true;
-    if (flight_id_ != 0) flight::end(flight_id_);
-    if (on_complete_) on_complete_();
-    keep_alive_.clear();
-  }
   c10::intrusive_ptr<c10d::Work> work_;
-  std::function<void()> on_complete_;
-  std::vector<torch::Tensor> keep_alive_;
-  bool done_ = false;
-  uint64_t flight_id_ = 0;
 };
 
-WorkPtr traced(uint64_t flight_id, std::shared_ptr<GlooWork> work) {
-  work->track(flight_id);
-  return work;
+WorkPtr gloo_work(uint64_t flight_id, c10::intrusive_ptr<c10d::Work> work,
+                  std::function<void()> on_complete, std::vector<torch::Tensor> keep_alive = {}) {
+  return std::make_shared<PolledWork>(std::make_unique<GlooCompletion>(std::move(work)), flight_id,
+                                      std::move(on_complete), std::move(keep_alive));
 }
 
 // A Work that runs `finish` once `inner` has completed.
@@ -137,12 +117,6 @@ struct Chained : Work {
   }
 };
 
-// A Work that is complete on creation (operations on a 1-rank group).
-class DoneWork : public Work {
- public:
-  void wait() override {}
-  bool is_completed() override { return true; }
-};
 
 c10::intrusive_ptr<c10d::ProcessGroupGloo> make_group(
     const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix, int rank, int size,
@@ -225,11 +199,11 @@ WorkPtr GlooCommunicator::all_reduce_async(torch::Tensor tensor, ReduceOp op) {
   options.reduceOp = gloo_op(op);
   const int size = state_->size;
   auto work = state_->group->allreduce(tensors, options);
-  return traced(record("all-reduce", -1, -1, bytes_of(tensor)),
-                std::make_shared<GlooWork>(work, [tensor, buffer, op, size]() mutable {
+  return gloo_work(record("all-reduce", -1, -1, bytes_of(tensor)),
+                work, [tensor, buffer, op, size]() mutable {
                   if (op == ReduceOp::kAvg) buffer.div_(size);
                   if (!buffer.is_same(tensor)) tensor.copy_(buffer);
-                }));
+                });
 }
 
 WorkPtr GlooCommunicator::all_gather_async(torch::Tensor output, torch::Tensor input) {
@@ -241,10 +215,10 @@ WorkPtr GlooCommunicator::all_gather_async(torch::Tensor output, torch::Tensor i
   for (int r = 0; r < state_->size; ++r) outputs[0].push_back(out.narrow(0, r * chunk, chunk));
   std::vector<torch::Tensor> inputs{in};
   auto work = state_->group->allgather(outputs, inputs);
-  return traced(record("all-gather", -1, -1, bytes_of(output)),
-                std::make_shared<GlooWork>(
+  return gloo_work(record("all-gather", -1, -1, bytes_of(output)),
+                
                     work, [output, out]() mutable { output.copy_(back(out, output)); },
-                    std::vector<torch::Tensor>{in}));
+                    std::vector<torch::Tensor>{in});
 }
 
 WorkPtr GlooCommunicator::reduce_scatter_async(torch::Tensor output, torch::Tensor input,
@@ -270,11 +244,11 @@ WorkPtr GlooCommunicator::broadcast_async(torch::Tensor tensor, int root) {
   c10d::BroadcastOptions options;
   options.rootRank = root;
   auto work = state_->group->broadcast(tensors, options);
-  return traced(record("broadcast", -1, -1, bytes_of(tensor)),
-                std::make_shared<GlooWork>(work, [tensor, buffer]() mutable {
+  return gloo_work(record("broadcast", -1, -1, bytes_of(tensor)),
+                work, [tensor, buffer]() mutable {
                   const torch::Tensor result = back(buffer, tensor);
                   if (!result.is_same(tensor)) tensor.copy_(result);
-                }));
+                });
 }
 
 WorkPtr GlooCommunicator::isend(torch::Tensor tensor, int dst, int tag) {
@@ -282,8 +256,8 @@ WorkPtr GlooCommunicator::isend(torch::Tensor tensor, int dst, int tag) {
   torch::Tensor buffer = transport_buffer(tensor);
   std::vector<torch::Tensor> tensors{buffer};
   auto work = state_->group->send(tensors, dst, tag);
-  return traced(record("send", dst, tag, bytes_of(tensor)),
-                std::make_shared<GlooWork>(work, nullptr, std::vector<torch::Tensor>{buffer}));
+  return gloo_work(record("send", dst, tag, bytes_of(tensor)),
+                work, nullptr, std::vector<torch::Tensor>{buffer});
 }
 
 WorkPtr GlooCommunicator::irecv(torch::Tensor tensor, int src, int tag) {
@@ -291,17 +265,17 @@ WorkPtr GlooCommunicator::irecv(torch::Tensor tensor, int src, int tag) {
   torch::Tensor buffer = transport_buffer(tensor);
   std::vector<torch::Tensor> tensors{buffer};
   auto work = state_->group->recv(tensors, src, tag);
-  return traced(record("recv", src, tag, bytes_of(tensor)),
-                std::make_shared<GlooWork>(work, [tensor, buffer]() mutable {
+  return gloo_work(record("recv", src, tag, bytes_of(tensor)),
+                work, [tensor, buffer]() mutable {
                   const torch::Tensor result = back(buffer, tensor);
                   if (!result.is_same(tensor)) tensor.copy_(result);
-                }));
+                });
 }
 
 WorkPtr GlooCommunicator::barrier_async() {
   if (state_->size == 1) return std::make_shared<DoneWork>();
-  return traced(record("barrier", -1, -1, 0),
-                std::make_shared<GlooWork>(state_->group->barrier(), nullptr));
+  return gloo_work(record("barrier", -1, -1, 0),
+                state_->group->barrier(), nullptr);
 }
 
 std::unique_ptr<Communicator> GlooCommunicator::split(int color, int key) {

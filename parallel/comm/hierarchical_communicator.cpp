@@ -5,17 +5,9 @@
 #include <map>
 
 #include "core/error.h"
+#include "parallel/comm/polled_work.h"
 
 namespace triax {
-namespace {
-
-class DoneWork : public Work {
- public:
-  void wait() override {}
-  bool is_completed() override { return true; }
-};
-
-}  // namespace
 
 // One all-reduce in flight: its three collectives are issued one after another as each
 // completes (phase = how many were issued; 4 once the result is in place).

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/flight_recorder.h"
 #include "parallel/comm/mpi_check.h"
+#include "parallel/comm/polled_work.h"
 
 namespace triax {
 namespace {
@@ -87,75 +88,27 @@ int as_count(int64_t count, const char* what) {
   return static_cast<int>(count);
 }
 
-class MpiWork : public Work {
+// MPI advances a non-blocking operation only inside MPI calls: the work polls (Note
+// [Watchdog] in polled_work.h).
+class MpiCompletion : public Completion {
  public:
-  MpiWork(std::vector<MPI_Request> requests, std::function<void()> finish)
-      : requests_(std::move(requests)), finish_(std::move(finish)) {}
-
-  ~MpiWork() override {
-    // MPI may still be writing into buffers this object keeps alive; after a timeout the job is
-    // ending and a pending operation will never complete, so it is abandoned instead.
-    if (flight::abandoning()) return;
-    try {
-      wait();
-    } catch (...) {
-    }
+  explicit MpiCompletion(std::vector<MPI_Request> requests) : requests_(std::move(requests)) {}
+  bool test() override {
+    if (requests_.empty()) return true;
+    int flag = 0;
+    TRIAX_MPI_CHECK(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag,
+                                MPI_STATUSES_IGNORE));
+    return flag != 0;
   }
-
-  void track(uint64_t flight_id) { flight_id_ = flight_id; }
-
-  // Note [Oversubscribed progress]: poll with sched_yield. Note [Watchdog]: a wait longer than
-  // comm.timeout_s throws TimeoutError naming the operation; polling also serves SIGUSR2 dumps.
-  void wait() override {
-    // Shows blocking communication as its own row in LibTorch's op profile (core/op_profile.h);
-    // free when no profiler is on.
-    RECORD_USER_SCOPE("triax::communication wait");
-    if (poll()) return;
-    using Clock = std::chrono::steady_clock;
-    const Clock::time_point start = Clock::now();
-    const auto limit = std::chrono::duration<double>(Communicator::timeout());
-    // The clock is read on every spin (tens of ns beside MPI_Testall and a yield): on a loaded
-    // machine, or while MPI tries to reach a dead peer, a spin can take milliseconds, and a
-    // check every few hundred spins let a timeout overshoot by seconds.
-    while (!poll()) {
-      sched_yield();
-      flight::poll_dump_request();
-      const std::chrono::duration<double> waited = Clock::now() - start;
-      if (waited > limit) {
-        flight::set_abandoning();
-        throw TimeoutError(str("waited ", static_cast<int>(waited.count()),
-                               " s (comm.timeout_s = ", static_cast<int>(limit.count()), ") for ",
-                               flight::describe(flight_id_)));
-      }
-    }
-  }
-  bool is_completed() override { return poll(); }
 
  private:
-  bool poll() {
-    if (done_) return true;
-    if (!requests_.empty()) {
-      int flag = 0;
-      TRIAX_MPI_CHECK(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag,
-                                  MPI_STATUSES_IGNORE));
-      if (!flag) return false;
-    }
-    done_ = true;
-    if (flight_id_ != 0) flight::end(flight_id_);
-    if (finish_) finish_();
-    finish_ = nullptr;  // releases the tensors it held
-    return true;
-  }
-
   std::vector<MPI_Request> requests_;
-  std::function<void()> finish_;
-  bool done_ = false;
-  uint64_t flight_id_ = 0;
 };
 
-WorkPtr tracked(std::shared_ptr<MpiWork> work, uint64_t flight_id) {
-  work->track(flight_id);
-  return work;
+WorkPtr mpi_work(std::vector<MPI_Request> requests, std::function<void()> finish,
+                 uint64_t flight_id) {
+  return std::make_shared<PolledWork>(std::make_unique<MpiCompletion>(std::move(requests)),
+                                      flight_id, std::move(finish));
 }
 
 // After a reduction into `buffer`: average if asked, and copy back when `buffer` is a copy.
@@ -180,7 +133,7 @@ WorkPtr post_chunked(const torch::Tensor& buffer, const PostChunk& post,
     post(byte_ptr(buffer) + offset * buffer.element_size(),
          static_cast<int>(std::min(kMaxChunk, buffer.numel() - offset)), type, &requests.back());
   }
-  return tracked(std::make_shared<MpiWork>(std::move(requests), std::move(finish)), flight_id);
+  return mpi_work(std::move(requests), std::move(finish), flight_id);
 }
 
 // Completion of an operation that wrote into `buffer`: copy into `target` if it is a copy.
@@ -243,8 +196,7 @@ WorkPtr MpiCommunicator::all_gather_async(torch::Tensor output, torch::Tensor in
   TRIAX_MPI_CHECK(MPI_Iallgather(send.data_ptr(), count, type, recv.data_ptr(), count, type, comm_,
                                  &requests[0]));
   auto finish = copy_back(recv, output);
-  return tracked(std::make_shared<MpiWork>(std::move(requests), [send, finish]() { finish(); }),
-                 id);
+  return mpi_work(std::move(requests), [send, finish]() { finish(); }, id);
 }
 
 WorkPtr MpiCommunicator::reduce_scatter_async(torch::Tensor output, torch::Tensor input,
@@ -262,8 +214,7 @@ WorkPtr MpiCommunicator::reduce_scatter_async(torch::Tensor output, torch::Tenso
   TRIAX_MPI_CHECK(MPI_Ireduce_scatter_block(send.data_ptr(), recv.data_ptr(), count, type,
                                             mpi_op(op), comm_, &requests[0]));
   auto finish = finish_reduce(recv, output, op, size_);
-  return tracked(std::make_shared<MpiWork>(std::move(requests), [send, finish]() { finish(); }),
-                 id);
+  return mpi_work(std::move(requests), [send, finish]() { finish(); }, id);
 }
 
 WorkPtr MpiCommunicator::broadcast_async(torch::Tensor tensor, int root) {
@@ -309,7 +260,7 @@ WorkPtr MpiCommunicator::barrier_async() {
   std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
   const uint64_t id = record("barrier", -1, -1, 0);
   TRIAX_MPI_CHECK(MPI_Ibarrier(comm_, &requests[0]));
-  return tracked(std::make_shared<MpiWork>(std::move(requests), nullptr), id);
+  return mpi_work(std::move(requests), nullptr, id);
 }
 
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {

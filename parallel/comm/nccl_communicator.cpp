@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/flight_recorder.h"
+#include "parallel/comm/polled_work.h"
 #include "parallel/comm/torch_cuda_compat.h"
 
 /// TRIAX_NCCL_CHECK(call): throws Error naming the call, this rank and NCCL's message.
@@ -86,62 +87,42 @@ void check_cuda(const torch::Tensor& t, const char* what) {
   TRIAX_CHECK(t.is_contiguous(), what, ": the NCCL backend takes contiguous tensors");
 }
 
-// Completion of one operation: an event recorded on the communicator's stream after it.
-class NcclWork : public Work {
+// Completion of one operation: an event recorded on the communicator's stream after it, polled
+// with NCCL's asynchronous error (Note [Watchdog] in polled_work.h); a timeout aborts the
+// communicator.
+class NcclCompletion : public Completion {
  public:
-  NcclWork(NcclCommunicator::State& state, uint64_t flight_id, std::vector<torch::Tensor> keep)
-      : state_(state), flight_id_(flight_id), keep_(std::move(keep)) {
+  explicit NcclCompletion(NcclCommunicator::State& state) : state_(state) {
     TRIAX_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
     TRIAX_CUDA_CHECK(cudaEventRecord(event_, state_.stream));
   }
-  ~NcclWork() override {
-    if (!flight::abandoning() && !done_) {
-      try {
-        wait();
-      } catch (...) {
-      }
-    }
-    cudaEventDestroy(event_);
-  }
-  // Note [Watchdog]: poll the event and NCCL's asynchronous error within comm.timeout_s.
-  void wait() override {
-    using Clock = std::chrono::steady_clock;
-    const Clock::time_point start = Clock::now();
-    while (!is_completed()) {
-      sched_yield();
-      flight::poll_dump_request();
+  ~NcclCompletion() override { cudaEventDestroy(event_); }
+  bool test() override {
+    const cudaError_t status = cudaEventQuery(event_);
+    if (status == cudaErrorNotReady) {
       ncclResult_t async = ncclSuccess;
       ncclCommGetAsyncError(state_.comm, &async);
       if (async != ncclSuccess && async != ncclInProgress) {
-        throw Error(str(flight::describe(flight_id_), " failed: ", ncclGetErrorString(async)));
+        throw std::runtime_error(ncclGetErrorString(async));
       }
-      const std::chrono::duration<double> waited = Clock::now() - start;
-      if (waited.count() > Communicator::timeout()) {
-        flight::set_abandoning();
-        ncclCommAbort(state_.comm);
-        throw TimeoutError(str("waited ", static_cast<int>(waited.count()),
-                               " s (comm.timeout_s) for ", flight::describe(flight_id_)));
-      }
+      return false;
     }
-  }
-  bool is_completed() override {
-    if (done_) return true;
-    const cudaError_t status = cudaEventQuery(event_);
-    if (status == cudaErrorNotReady) return false;
     TRIAX_CUDA_CHECK(status);
-    done_ = true;
-    flight::end(flight_id_);
-    keep_.clear();
     return true;
   }
+  void abort() override { ncclCommAbort(state_.comm); }
+  std::string library() const override { return "NCCL"; }
 
  private:
   NcclCommunicator::State& state_;
-  uint64_t flight_id_;
-  std::vector<torch::Tensor> keep_;
   cudaEvent_t event_ = nullptr;
-  bool done_ = false;
 };
+
+WorkPtr nccl_work(NcclCommunicator::State& state, uint64_t flight_id,
+                  std::vector<torch::Tensor> keep) {
+  return std::make_shared<PolledWork>(std::make_unique<NcclCompletion>(state), flight_id, nullptr,
+                                      std::move(keep));
+}
 
 }  // namespace
 
@@ -207,7 +188,7 @@ WorkPtr NcclCommunicator::all_reduce_async(torch::Tensor tensor, ReduceOp op) {
       ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), static_cast<size_t>(tensor.numel()),
                     nccl_type(tensor.scalar_type()), nccl_op(op), state_->comm, state_->stream),
       state_->rank);
-  return std::make_shared<NcclWork>(*state_, id, std::vector<torch::Tensor>{tensor});
+  return nccl_work(*state_, id, std::vector<torch::Tensor>{tensor});
 }
 
 WorkPtr NcclCommunicator::all_gather_async(torch::Tensor output, torch::Tensor input) {
@@ -220,7 +201,7 @@ WorkPtr NcclCommunicator::all_gather_async(torch::Tensor output, torch::Tensor i
       ncclAllGather(input.data_ptr(), output.data_ptr(), static_cast<size_t>(input.numel()),
                     nccl_type(input.scalar_type()), state_->comm, state_->stream),
       state_->rank);
-  return std::make_shared<NcclWork>(*state_, id, std::vector<torch::Tensor>{input, output});
+  return nccl_work(*state_, id, std::vector<torch::Tensor>{input, output});
 }
 
 WorkPtr NcclCommunicator::reduce_scatter_async(torch::Tensor output, torch::Tensor input,
@@ -234,7 +215,7 @@ WorkPtr NcclCommunicator::reduce_scatter_async(torch::Tensor output, torch::Tens
       ncclReduceScatter(input.data_ptr(), output.data_ptr(), static_cast<size_t>(output.numel()),
                         nccl_type(input.scalar_type()), nccl_op(op), state_->comm, state_->stream),
       state_->rank);
-  return std::make_shared<NcclWork>(*state_, id, std::vector<torch::Tensor>{input, output});
+  return nccl_work(*state_, id, std::vector<torch::Tensor>{input, output});
 }
 
 WorkPtr NcclCommunicator::broadcast_async(torch::Tensor tensor, int root) {
@@ -246,7 +227,7 @@ WorkPtr NcclCommunicator::broadcast_async(torch::Tensor tensor, int root) {
       ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), static_cast<size_t>(tensor.numel()),
                     nccl_type(tensor.scalar_type()), root, state_->comm, state_->stream),
       state_->rank);
-  return std::make_shared<NcclWork>(*state_, id, std::vector<torch::Tensor>{tensor});
+  return nccl_work(*state_, id, std::vector<torch::Tensor>{tensor});
 }
 
 // NCCL matches point-to-point operations by order per peer, not by tag: the pipeline executor
@@ -259,7 +240,7 @@ WorkPtr NcclCommunicator::isend(torch::Tensor tensor, int dst, int tag) {
   TRIAX_NCCL_CHECK(ncclSend(tensor.data_ptr(), static_cast<size_t>(tensor.numel()),
                             nccl_type(tensor.scalar_type()), dst, state_->comm, state_->stream),
                    state_->rank);
-  return std::make_shared<NcclWork>(*state_, id, std::vector<torch::Tensor>{tensor});
+  return nccl_work(*state_, id, std::vector<torch::Tensor>{tensor});
 }
 
 WorkPtr NcclCommunicator::irecv(torch::Tensor tensor, int src, int tag) {
@@ -270,7 +251,7 @@ WorkPtr NcclCommunicator::irecv(torch::Tensor tensor, int src, int tag) {
   TRIAX_NCCL_CHECK(ncclRecv(tensor.data_ptr(), static_cast<size_t>(tensor.numel()),
                             nccl_type(tensor.scalar_type()), src, state_->comm, state_->stream),
                    state_->rank);
-  return std::make_shared<NcclWork>(*state_, id, std::vector<torch::Tensor>{tensor});
+  return nccl_work(*state_, id, std::vector<torch::Tensor>{tensor});
 }
 
 WorkPtr NcclCommunicator::barrier_async() {

@@ -10,15 +10,15 @@
 
 namespace triax {
 
-std::string resolve_backend(const std::string& configured, const LaunchEnv& launch) {
-  if (configured != "auto") return configured;
-  return launch.launcher == Launcher::kTorchrun ? "tcp" : "mpi";
+Backend resolve_backend(Backend configured, const LaunchEnv& launch) {
+  if (configured != Backend::kAuto) return configured;
+  return launch.launcher == Launcher::kTorchrun ? Backend::kTcp : Backend::kMpi;
 }
 
-World::World(const std::string& backend, const LaunchEnv& launch, int timeout_s, int* argc,
+World::World(Backend backend, const LaunchEnv& launch, int timeout_s, int* argc,
              char*** argv)
     : backend_(backend) {
-  if (backend_ == "tcp") {
+  if (backend_ == Backend::kTcp) {
     comm_ = GlooCommunicator::world(launch, timeout_s);
     return;
   }

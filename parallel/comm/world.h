@@ -13,30 +13,31 @@
 #include <memory>
 #include <string>
 
+#include "core/config_choices.h"
 #include "core/launch_env.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/comm/mpi_runtime.h"
 
 namespace triax {
 
-/// "mpi" or "tcp" for the configured backend and this launch.
-std::string resolve_backend(const std::string& configured, const LaunchEnv& launch);
+/// kMpi or kTcp: the configured backend, with auto resolved for this launch.
+Backend resolve_backend(Backend configured, const LaunchEnv& launch);
 
 class World {
  public:
   /// Brings up `backend` ("mpi" or "tcp"). Throws ConfigError when the launch cannot form it.
-  World(const std::string& backend, const LaunchEnv& launch, int timeout_s, int* argc,
+  World(Backend backend, const LaunchEnv& launch, int timeout_s, int* argc,
         char*** argv);
 
   std::shared_ptr<Communicator> communicator() const { return comm_; }
-  const std::string& backend() const { return backend_; }
+  Backend backend() const { return backend_; }
 
   /// Ends every process of the job: MPI_Abort, or for tcp this process's immediate exit (its
   /// peers' pending operations then fail on the closed connections, and torchrun stops the rest).
   [[noreturn]] void abort(int code) const;
 
  private:
-  std::string backend_;
+  Backend backend_;
   std::unique_ptr<MpiRuntime> mpi_;
   std::shared_ptr<Communicator> comm_;
 };

@@ -133,6 +133,13 @@ void DistributedDataParallel::launch(Bucket& bucket) {
   bucket.work = dp_.size() > 1 ? dp_.all_reduce_async(bucket.buffer, ReduceOp::kAvg) : nullptr;
 }
 
+std::vector<DdpBucketView> DistributedDataParallel::bucket_views() const {
+  std::vector<DdpBucketView> views;
+  if (!options_.shard) return views;
+  for (int b = 0; b < num_buckets(); ++b) views.push_back(bucket_view(b));
+  return views;
+}
+
 DdpBucketView DistributedDataParallel::bucket_view(int i) const {
   const Bucket& bucket = buckets_.at(static_cast<size_t>(i));
   DdpBucketView view;

@@ -35,23 +35,9 @@ struct DdpOptions {
   /// ZeRO-1 (optimizer.shard): each bucket is padded to a multiple of dp, the parameters become
   /// views into one flat buffer per bucket (so a rank's shard of them is one slice), and finish()
   /// reduce-scatters each bucket into this rank's averaged shard instead of all-reducing it; the
-  /// sharded optimizer (train/sharded_adamw.h) updates the shard and all-gathers the parameters.
+  /// sharded optimizer (train/optim/sharded_adamw.h) updates the shard and all-gathers the parameters.
   /// All reduce-scatters start in finish(), after the caller has summed tied gradients.
   bool shard = false;
-};
-
-/// One bucket as the sharded optimizer sees it.
-struct DdpBucketView {
-  torch::Tensor params;      ///< the flat parameter buffer [dp * shard_size] (shard mode)
-  torch::Tensor grad_shard;  ///< this rank's averaged gradient slice [shard_size] after finish()
-  int64_t shard_begin = 0;   ///< where this rank's slice starts in the flat buffer
-  int64_t shard_size = 0;
-  struct Member {
-    size_t index;    ///< position in the parameters given to the constructor
-    int64_t offset;  ///< in the flat buffer
-    int64_t numel;
-  };
-  std::vector<Member> members;
 };
 
 class DistributedDataParallel : public GradientSync {
@@ -75,6 +61,9 @@ class DistributedDataParallel : public GradientSync {
   int num_buckets() const { return static_cast<int>(buckets_.size()); }
   /// Bucket i's buffers and layout (shard mode).
   DdpBucketView bucket_view(int i) const;
+  std::vector<DdpBucketView> bucket_views() const override;
+  bool reduces_in_finish() const override { return options_.shard; }
+  size_t parameter_count() const override { return params_.size(); }
   /// Seconds finish() spent waiting for communication in the last step.
   double exposed_seconds() const override { return exposed_seconds_; }
 

@@ -1,4 +1,4 @@
-// defines: triax::GradientSync, triax::PerParameterAverage, triax::average_gradients,
+// defines: triax::DdpBucketView, triax::GradientSync, triax::PerParameterAverage, triax::average_gradients,
 //          triax::make_gradient_sync
 //
 // Data parallelism as one interface for every model: replicas start equal (parameters
@@ -24,6 +24,20 @@
 
 namespace triax {
 
+/// One bucket as the sharded optimizer sees it.
+struct DdpBucketView {
+  torch::Tensor params;      ///< the flat parameter buffer [dp * shard_size] (shard mode)
+  torch::Tensor grad_shard;  ///< this rank's averaged gradient slice [shard_size] after finish()
+  int64_t shard_begin = 0;   ///< where this rank's slice starts in the flat buffer
+  int64_t shard_size = 0;
+  struct Member {
+    size_t index;    ///< position in the parameters given to the constructor
+    int64_t offset;  ///< in the flat buffer
+    int64_t numel;
+  };
+  std::vector<Member> members;
+};
+
 class GradientSync {
  public:
   virtual ~GradientSync() = default;
@@ -37,6 +51,14 @@ class GradientSync {
   virtual void finish() = 0;
   /// Seconds finish() waited for communication in the last step (not hidden behind backward).
   virtual double exposed_seconds() const = 0;
+  /// Parameters given to the constructor.
+  virtual size_t parameter_count() const = 0;
+  /// True when finish() starts the reduction itself (ZeRO-1's reduce-scatter), so fix-ups that
+  /// sum gradients across ranks go before it; false when the reduction already ran during
+  /// backward, so they go after (train/finalize_grads.h).
+  virtual bool reduces_in_finish() const { return false; }
+  /// Every bucket's flat buffers and layout, for a sharded optimizer (empty unless shard mode).
+  virtual std::vector<DdpBucketView> bucket_views() const { return {}; }
 };
 
 class PerParameterAverage : public GradientSync {
@@ -48,6 +70,7 @@ class PerParameterAverage : public GradientSync {
   void set_sync(bool) override {}
   void finish() override;
   double exposed_seconds() const override { return exposed_seconds_; }
+  size_t parameter_count() const override { return params_.size(); }
 
  private:
   std::vector<torch::Tensor> params_;

@@ -46,4 +46,24 @@ std::map<std::string, ShardSpec> collect_shard_specs(const torch::nn::Module& mo
   return specs;
 }
 
+std::map<std::string, ParamTraits> collect_param_traits(const torch::nn::Module& module) {
+  std::map<std::string, ParamTraits> traits;
+  for (const auto& item : module.named_parameters()) traits[item.key()] = ParamTraits{};
+  for (const auto& item : module.named_modules("", /*include_self=*/true)) {
+    const auto* sharded = dynamic_cast<const ShardedModule*>(item.value().get());
+    if (sharded == nullptr) continue;
+    const auto full = [&](const std::string& name) {
+      return item.key().empty() ? name : item.key() + "." + name;
+    };
+    for (const auto& [name, spec] : sharded->shard_specs()) {
+      ParamTraits& t = traits[full(name)];
+      t.sharded = true;
+      t.spec = spec;
+    }
+    for (const auto& name : sharded->tied_parameters()) traits[full(name)].tied = true;
+    for (const auto& name : sharded->tied_copies()) traits[full(name)].tied_copy = true;
+  }
+  return traits;
+}
+
 }  // namespace triax

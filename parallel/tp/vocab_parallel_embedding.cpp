@@ -36,4 +36,14 @@ std::map<std::string, ShardSpec> VocabParallelEmbeddingImpl::shard_specs() const
   return {{"weight", spec_}};
 }
 
+std::vector<std::string> VocabParallelEmbeddingImpl::tied_parameters() const {
+  if (options_.tied()) return {"weight"};
+  return {};
+}
+
+std::vector<std::string> VocabParallelEmbeddingImpl::tied_copies() const {
+  if (options_.tied_copy()) return {"weight"};
+  return {};
+}
+
 }  // namespace triax

@@ -24,6 +24,10 @@ struct VocabParallelEmbeddingOptions {
   TORCH_ARG(int64_t, vocab_size);      ///< real vocabulary (ids in [0, vocab_size))
   TORCH_ARG(int64_t, embedding_dim);   ///< features per token
   TORCH_ARG(double, init_std) = 0.02;  ///< weights ~ N(0, init_std^2)
+  /// This table is also the output head (tied): its gradient is summed over its copies.
+  TORCH_ARG(bool, tied) = false;
+  /// This table is the second copy of the tied weight (the head's on the last pipeline stage).
+  TORCH_ARG(bool, tied_copy) = false;
 };
 
 class VocabParallelEmbeddingImpl : public torch::nn::Module, public ShardedModule {
@@ -32,6 +36,8 @@ class VocabParallelEmbeddingImpl : public torch::nn::Module, public ShardedModul
   /// ids [...] (int64, in [0, vocab_size)) -> [..., embedding_dim].
   torch::Tensor forward(const torch::Tensor& ids);
   std::map<std::string, ShardSpec> shard_specs() const override;
+  std::vector<std::string> tied_parameters() const override;
+  std::vector<std::string> tied_copies() const override;
   int64_t vocab_start() const { return vocab_start_; }  ///< first id this rank holds
   int64_t vocab_size() const { return options_.vocab_size(); }
 

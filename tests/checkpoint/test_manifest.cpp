@@ -47,7 +47,7 @@ Manifest sample(const fs::path& dir) {
   m.chunks_per_rank = 1;
   m.data_written_at = 4;
   m.seed = 1234;
-  m.config.model.arch = "gpt";
+  m.config.model.arch = ModelKind::kGpt;
   m.config.model.hidden = 48;
   m.config.parallel.tensor = 2;
   m.config.train.global_batch = 32;

@@ -122,7 +122,7 @@ TEST_CASE("dropout streams: shared across tp ranks outside the region, distinct 
 
 TEST_CASE("invalid GPT layouts name the keys and the valid values", "[gpt]") {
   Config config;
-  config.model.arch = "gpt";
+  config.model.arch = ModelKind::kGpt;
   config.model.hidden = 48;
   config.model.heads = 6;
   config.parallel.tensor = 4;

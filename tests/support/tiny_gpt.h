@@ -15,7 +15,7 @@ namespace triax::testing {
 
 inline Config tiny_gpt_config(int tp, int pp, const std::string& schedule, int chunks) {
   Config c;
-  c.model.arch = "gpt";
+  c.model.arch = ModelKind::kGpt;
   c.model.vocab = 13;  // padded at tp = 2
   c.model.hidden = 16;
   c.model.heads = 4;
@@ -25,11 +25,11 @@ inline Config tiny_gpt_config(int tp, int pp, const std::string& schedule, int c
   c.parallel.pipeline = pp;
   c.train.global_batch = 8;
   c.train.micro_batch = 2;
-  c.train.optimizer = "adamw";
+  c.train.optimizer = OptimizerKind::kAdamW;
   c.train.lr = 3e-3;
   c.train.clip_grad = 0.5;
   c.train.seed = 17;
-  c.schedule.name = schedule;
+  c.schedule.name = choice_from<ScheduleKind>(schedule);
   c.schedule.chunks_per_rank = chunks;
   c.ddp.bucket_mb = 0.002;  // several buckets even for a tiny model
   return c;

@@ -2,7 +2,7 @@
 // without weight decay, and falls back to LibTorch's step for tensors it does not fuse.
 #include <catch2/catch.hpp>
 
-#include "train/fused_adamw.h"
+#include "train/optim/fused_adamw.h"
 
 using namespace triax;
 

@@ -13,7 +13,7 @@ triax::TrainConfig schedule(const std::string& decay, int64_t warmup) {
   triax::TrainConfig t;
   t.lr = 1.0;
   t.min_lr = 0.1;
-  t.lr_decay = decay;
+  t.lr_decay = triax::choice_from<triax::LrDecay>(decay);
   t.warmup_steps = warmup;
   return t;
 }

@@ -1,18 +1,18 @@
 // AdamW decays matrices, not biases or norms; the schedule's rate reaches every group.
 #include <catch2/catch.hpp>
 
-#include "train/optimizer.h"
+#include "train/optim/replicated_optimizer.h"
 
 using namespace triax;
 
 TEST_CASE("weight decay applies to matrices only", "[optimizer]") {
   TrainConfig train;
-  train.optimizer = "adamw";
+  train.optimizer = OptimizerKind::kAdamW;
   train.lr = 0.1;
   train.weight_decay = 0.5;
   torch::Tensor matrix = torch::ones({2, 2}, torch::requires_grad());
   torch::Tensor bias = torch::ones({2}, torch::requires_grad());
-  auto optimizer = make_optimizer(train, {matrix, bias});
+  auto optimizer = make_torch_optimizer(train, {matrix, bias});
   REQUIRE(optimizer->param_groups().size() == 2);
   // Zero gradients: only decoupled decay can move a parameter (by lr * weight_decay).
   matrix.mutable_grad() = torch::zeros_like(matrix);

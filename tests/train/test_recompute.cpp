@@ -24,7 +24,7 @@ struct Run {
 
 Run train(Config config, std::shared_ptr<Communicator> world, const std::string& recompute,
           int layers) {
-  config.train.recompute = recompute;
+  config.train.recompute = choice_from<Recompute>(recompute);
   config.train.recompute_layers = layers;
   ParallelContext context(world, ParallelLayout::from_config(config.parallel, world->size()));
   GptTrainer trainer(testing::plan_for(config, context), context);
@@ -83,7 +83,7 @@ TEST_CASE("recompute keeps fewer activations after the forward", "[recompute]") 
     options.layers = 4;
     options.seq_len = 128;
     options.dropout = 0.1;
-    options.recompute = mode;
+    options.recompute = choice_from<Recompute>(mode);
     Gpt model(options, *self);
     torch::manual_seed(3);
     const torch::Tensor ids = torch::randint(0, 64, {8, 129});

@@ -61,7 +61,7 @@ TEST_CASE("plan_run refuses each invalid layout, naming the key", "[plan]") {
   CHECK_THROWS_WITH(plan_run(micro, 2, DataCheck::kSkip),
                     Contains("train.micro_batch: 3 does not divide the per-rank batch"));
   Config interleaved = gpt(1, 2);
-  interleaved.schedule.name = "interleaved";
+  interleaved.schedule.name = ScheduleKind::kInterleaved;
   CHECK_THROWS_WITH(plan_run(interleaved, 2, DataCheck::kSkip),
                     Contains("schedule.chunks_per_rank: 1 is too few for the interleaved"));
   Config bounds = gpt(1, 2);

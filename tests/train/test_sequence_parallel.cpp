@@ -61,7 +61,7 @@ TEST_CASE("sequence parallelism trains like plain tensor parallelism", "[mpi][sp
         with.parallel.sequence = true;
         if (combo != "sp") {
           with.optimizer.shard = true;
-          with.train.recompute = "full";
+          with.train.recompute = Recompute::kFull;
         }
         const Run got = train(with, world);
         CHECK(max_rel(got.losses, expected.losses) < 1e-5);

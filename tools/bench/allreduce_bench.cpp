@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
     }
   }
   const LaunchEnv launch = detect_launch(process_env());
-  World world_runtime(resolve_backend("auto", launch), launch, 120, &argc, &argv);
+  World world_runtime(resolve_backend(Backend::kAuto, launch), launch, 120, &argc, &argv);
   std::shared_ptr<Communicator> world = world_runtime.communicator();
   overrides.push_back("parallel.tensor=1");
   overrides.push_back("parallel.pipeline=1");
@@ -155,7 +155,9 @@ int main(int argc, char** argv) {
                                : load_config(path, overrides);
   torch::set_num_threads(1);
   const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
-  ParallelContext context(world, plan.layout, local_node_key(launch.node_index));
+  // One context per dp gradient scheme: the context builds its gradient communicator once.
+  ParallelContext context(world, plan.layout, local_node_key(launch.node_index),
+                          Hierarchical::kFalse);
   const NodeTopology& nodes = context.nodes();
   const int local = static_cast<int>(nodes.ranks_on(0).size());
   const bool root = world->rank() == 0;
@@ -163,13 +165,15 @@ int main(int argc, char** argv) {
     if (root) std::printf("needs >= 2 nodes with equal ranks; have %s\n", nodes.summary().c_str());
     return 0;
   }
+  ParallelContext hier_context(world, plan.layout, local_node_key(launch.node_index),
+                               Hierarchical::kTrue);
   Config flat_config = config, hier_config = config;
-  flat_config.ddp.hierarchical = "false";
-  hier_config.ddp.hierarchical = "true";
+  flat_config.ddp.hierarchical = Hierarchical::kFalse;
+  hier_config.ddp.hierarchical = Hierarchical::kTrue;
   GptTrainer flat_trainer(plan_run(flat_config, world->size(), DataCheck::kSkip), context);
-  GptTrainer hier_trainer(plan_run(hier_config, world->size(), DataCheck::kSkip), context);
-  Communicator& flat = context.dp_for_gradients("false");
-  Communicator& hier = context.dp_for_gradients("true");
+  GptTrainer hier_trainer(plan_run(hier_config, world->size(), DataCheck::kSkip), hier_context);
+  Communicator& flat = context.dp_gradients();
+  Communicator& hier = hier_context.dp_gradients();
   std::vector<int> node_of_rank;
   for (int r = 0; r < world->size(); ++r) node_of_rank.push_back(nodes.node_of(r));
   HierarchicalCommunicator leader(*world, node_of_rank, HierarchicalCommunicator::Scheme::kLeader);

@@ -37,14 +37,14 @@ namespace {
 
 Config scaled_up_gpt() {
   Config c;
-  c.model.arch = "gpt";
+  c.model.arch = ModelKind::kGpt;
   c.model.layers = 8;
   c.model.hidden = 512;
   c.model.heads = 8;
   c.model.seq_len = 256;
   c.model.vocab = 256;
   c.train.micro_batch = 4;
-  c.train.optimizer = "adamw";
+  c.train.optimizer = OptimizerKind::kAdamW;
   c.train.lr = 1e-4;
   c.train.threads = 1;
   return c;
@@ -80,14 +80,14 @@ Theory theory(const Config& c, int tp, int layers_here, bool first_stage, bool l
   // A stage before the last also holds its output and the gradient received for it.
   const double outside = (first_stage ? 4 * sbh * r : 0) +
                          (last_stage ? 8 * sbh * r + 8 * s * b * v_padded / t : 8 * sbh * r);
-  const std::string& mode = c.train.recompute;
-  const double stored = mode == "full"        ? (layers_here + 1) * 4 * sbh * r + full_block
-                        : mode == "selective" ? layers_here * (full_block - s2) + s2
-                                              : layers_here * full_block;
+  const Recompute mode = c.train.recompute;
+  const double stored = mode == Recompute::kFull ? (layers_here + 1) * 4 * sbh * r + full_block
+                        : mode == Recompute::kSelective ? layers_here * (full_block - s2) + s2
+                                                        : layers_here * full_block;
   // A recomputed block's backward under sequence parallelism also holds, for a moment, its
   // gathered input, the whole-sequence input gradient and that gradient's copy for the
   // reduce-scatter (3 x 4sbh); with everything else split, that transient is the peak's edge.
-  const double gather_transient = mode == "full" && r < 1 ? 12 * sbh : 0;
+  const double gather_transient = mode == Recompute::kFull && r < 1 ? 12 * sbh : 0;
   th.activations = stored + outside + gather_transient;
   return th;
 }
@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
           "%-6s dp%d tp%d pp%d %-9s %-8s rank %d | params %6.1f MiB (theory %6.1f) | grads "
           "%6.1f (%6.1f) | AdamW %6.1f (%6.1f) | activations %6.1f (%6.1f, measured/theory "
           "%.2f)\n",
-          "memory", dp, context.tp_size(), context.pp_size(), config.train.recompute.c_str(),
+          "memory", dp, context.tp_size(), context.pp_size(), choice_name(config.train.recompute).c_str(),
           (std::string(shard ? "zero1" : "") + (config.parallel.sequence ? "+sp" : "")).c_str(), r,
           f(0) / mib, f(1) / mib, f(2) / mib, f(3) / mib, f(4) / mib, f(5) / mib, f(6) / mib,
           f(7) / mib, f(6) / f(7));

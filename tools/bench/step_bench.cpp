@@ -27,14 +27,14 @@ namespace {
 
 Config comparison_model() {
   Config config;
-  config.model.arch = "gpt";
+  config.model.arch = ModelKind::kGpt;
   config.model.layers = 4;
   config.model.hidden = 128;
   config.model.heads = 4;
   config.model.seq_len = 64;
   config.model.vocab = 256;
   config.train.micro_batch = 8;
-  config.train.optimizer = "adamw";
+  config.train.optimizer = OptimizerKind::kAdamW;
   config.train.lr = 1e-3;
   config.train.threads = 1;
   return config;

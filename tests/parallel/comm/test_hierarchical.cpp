@@ -130,14 +130,17 @@ TEST_CASE("the context picks the hierarchical all-reduce and warns about tp acro
   if (n < 4 || n % 2 != 0) return;
   const std::string node = str("n", world->rank() / (n / 2) + 1);  // 2 pretend nodes
   {
-    ParallelContext context(world, ParallelLayout::create(n, 1, 1), node);
+    ParallelContext context(world, ParallelLayout::create(n, 1, 1), node);  // ddp.hierarchical auto
     CHECK(context.nodes().num_nodes() == 2);
-    CHECK_THAT(context.dp_for_gradients("auto").backend(), Contains("+hierarchical"));
+    CHECK_THAT(context.dp_gradients().backend(), Contains("+hierarchical"));
     CHECK_THAT(context.dp_choice(), Contains("spans 2 nodes with " + std::to_string(n / 2)));
-    Communicator& leader = context.dp_for_gradients("leader");
-    CHECK_THAT(context.dp_choice(), Contains("among node leaders, broadcast in node"));
-    CHECK(&leader != &context.dp_for_gradients("true"));
-    CHECK(&context.dp_for_gradients("false") == &context.dp());
+    ParallelContext leader(world, ParallelLayout::create(n, 1, 1), node, Hierarchical::kLeader);
+    CHECK_THAT(leader.dp_choice(), Contains("among node leaders, broadcast in node"));
+    ParallelContext always(world, ParallelLayout::create(n, 1, 1), node, Hierarchical::kTrue);
+    CHECK_THAT(always.dp_choice(), Contains("reduce-scatter in node"));
+    CHECK(&always.dp_gradients() != &always.dp());
+    ParallelContext flat(world, ParallelLayout::create(n, 1, 1), node, Hierarchical::kFalse);
+    CHECK(&flat.dp_gradients() == &flat.dp());
     CHECK(context.tp_span_warning().empty());
     std::vector<int> all;
     for (int r = 0; r < n; ++r) all.push_back(r);
@@ -148,7 +151,7 @@ TEST_CASE("the context picks the hierarchical all-reduce and warns about tp acro
     // tp = n: one tp group over both nodes.
     ParallelContext context(world, ParallelLayout::create(n, n, 1), node);
     CHECK_THAT(context.tp_span_warning(), Contains("span nodes") && Contains("(n1+n2)"));
-    CHECK(&context.dp_for_gradients("auto") == &context.dp());  // dp = 1
+    CHECK(&context.dp_gradients() == &context.dp());  // dp = 1
     CHECK_THAT(context.dp_choice(), Contains("flat (the dp group is inside one node)"));
   }
 }
@@ -163,19 +166,21 @@ TEST_CASE("GPT training with the hierarchical all-reduce matches the flat one", 
     INFO("dp " << n / tp << " tp " << tp << " on 2 nodes");
     Config config = testing::tiny_gpt_config(tp, 1, "1f1b", 1);
     config.train.global_batch = 16;
-    ParallelContext context(world, ParallelLayout::from_config(config.parallel, n), node);
+    const ParallelLayout layout = ParallelLayout::from_config(config.parallel, n);
+    ParallelContext flat_context(world, layout, node, Hierarchical::kFalse);
     std::vector<double> flat_losses, hier_losses;
-    config.ddp.hierarchical = "false";
-    GptTrainer flat(testing::plan_for(config, context), context);
+    config.ddp.hierarchical = Hierarchical::kFalse;
+    GptTrainer flat(testing::plan_for(config, flat_context), flat_context);
     for (int step = 0; step < 6; ++step) {
       flat_losses.push_back(flat.step(testing::tiny_gpt_batch(step, config)));
     }
-    for (const std::string mode : {"auto", "leader"}) {
+    for (const Hierarchical mode : {Hierarchical::kAuto, Hierarchical::kLeader}) {
       INFO("ddp.hierarchical: " << mode);
       config.ddp.hierarchical = mode;
+      ParallelContext context(world, layout, node, mode);
       GptTrainer hier(testing::plan_for(config, context), context);
-      CHECK_THAT(context.dp_choice(),
-                 Contains(mode == "auto" ? "reduce-scatter in node" : "among node leaders"));
+      CHECK_THAT(context.dp_choice(), Contains(mode == Hierarchical::kAuto ? "reduce-scatter in node"
+                                                                           : "among node leaders"));
       hier_losses.clear();
       for (int step = 0; step < 6; ++step) {
         hier_losses.push_back(hier.step(testing::tiny_gpt_batch(step, config)));

@@ -1,4 +1,4 @@
-#include "train/fused_adamw.h"
+#include "train/optim/fused_adamw.h"
 
 #include <ATen/Parallel.h>
 

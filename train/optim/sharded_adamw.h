@@ -9,9 +9,9 @@
 // Clipping stays global and exact: each rank sums the squares of the counted elements of its
 // slices (a parameter's elements count where the unsharded norm counts them: grad_norm.h), and
 // the sum is all-reduced over dp and then over the model-parallel group.
-// Checkpoints keep the unsharded per-parameter format: export_state() all-gathers the moments into
-// LibTorch AdamW state objects, import_state() takes this rank's slices from them, so a run
-// resumes at any dp, with or without sharding.
+// Checkpoints keep the unsharded per-parameter format: state_by_parameter() all-gathers the
+// moments, load_state() takes this rank's slices of them, so a run resumes at any dp, with or
+// without sharding.
 #pragma once
 
 #include <torch/torch.h>
@@ -20,29 +20,27 @@
 
 #include "core/config.h"
 #include "parallel/comm/communicator.h"
-#include "parallel/dp/distributed_data_parallel.h"
+#include "train/optim/optimizer.h"
 
 namespace triax {
 
-class ShardedAdamW {
+class ShardedAdamW : public Optimizer {
  public:
-  /// `ddps[i]` syncs the parameters params[first_index[i] ...] (in its constructor's order);
-  /// `counted[k]`: parameter k counts in the global norm. Both communicators are this rank's.
-  ShardedAdamW(const std::vector<DistributedDataParallel*>& ddps,
-               const std::vector<size_t>& first_index, const std::vector<torch::Tensor>& params,
-               const std::vector<bool>& counted, const TrainConfig& train, Communicator& dp,
+  /// `syncs[i]` syncs the parameters params[first ...] in its constructor's order, chunk after
+  /// chunk; each must be DDP in shard mode (it hands over its bucket views).
+  ShardedAdamW(const TrainConfig& train, std::vector<OptimizedParam> params,
+               const std::vector<GradientSync*>& syncs, Communicator& dp,
                Communicator& model_parallel);
 
-  void set_learning_rate(double lr) { lr_ = lr; }
-  /// After every DDP's finish(): global gradient norm, clipping to max_norm (0 = none), the
+  void set_learning_rate(double lr) override { lr_ = lr; }
+  /// After every sync's finish(): global gradient norm, clipping to max_norm (0 = none), the
   /// update of this rank's slices, and the parameters' all-gather. Returns the norm.
-  double clip_and_step(double max_norm);
-  /// Collective over dp: every parameter's full exp_avg, exp_avg_sq and step, as LibTorch state.
-  void export_state(torch::optim::Optimizer& full) const;
-  /// This rank's slices of `full`'s state (any dp wrote it); then clears `full`'s state.
-  void import_state(torch::optim::Optimizer& full);
-  /// Bytes of optimizer state this rank holds.
-  int64_t state_bytes() const;
+  double step(double max_norm) override;
+  /// Collective over dp: every parameter's full exp_avg, exp_avg_sq and step.
+  std::vector<NamedTensors> state_by_parameter() override;
+  /// This rank's slices of the saved state (any dp wrote it).
+  void load_state(const std::map<std::string, torch::Tensor>& tensors) override;
+  int64_t state_bytes() const override;
 
  private:
   struct Segment {
@@ -58,7 +56,7 @@ class ShardedAdamW {
     std::vector<size_t> indices;  // each member's index into params_
   };
   std::vector<Part> parts_;
-  std::vector<torch::Tensor> params_;
+  std::vector<OptimizedParam> params_;
   TrainConfig train_;
   Communicator& dp_;
   Communicator& model_parallel_;

@@ -1,45 +1,51 @@
-#include "train/sharded_adamw.h"
+#include "train/optim/sharded_adamw.h"
 
 #include <cmath>
 
 #include "core/error.h"
 #include "parallel/dp/grad_norm.h"
-#include "train/fused_adamw.h"
+#include "checkpoint/state_name.h"
+#include "train/optim/fused_adamw.h"
 
 namespace triax {
 
-ShardedAdamW::ShardedAdamW(const std::vector<DistributedDataParallel*>& ddps,
-                           const std::vector<size_t>& first_index,
-                           const std::vector<torch::Tensor>& params,
-                           const std::vector<bool>& counted, const TrainConfig& train,
-                           Communicator& dp, Communicator& model_parallel)
-    : params_(params), train_(train), dp_(dp), model_parallel_(model_parallel), lr_(train.lr) {
-  TRIAX_CHECK(ddps.size() == first_index.size(), "ShardedAdamW: one first index per DDP");
-  for (size_t d = 0; d < ddps.size(); ++d) {
-    for (int b = 0; b < ddps[d]->num_buckets(); ++b) {
+ShardedAdamW::ShardedAdamW(const TrainConfig& train, std::vector<OptimizedParam> params,
+                           const std::vector<GradientSync*>& syncs, Communicator& dp,
+                           Communicator& model_parallel)
+    : params_(std::move(params)), train_(train), dp_(dp), model_parallel_(model_parallel),
+      lr_(train.lr) {
+  size_t first = 0;
+  for (GradientSync* sync : syncs) {
+    const std::vector<DdpBucketView> views = sync->bucket_views();
+    TRIAX_CHECK(!views.empty() || sync->parameter_count() == 0,
+                "ShardedAdamW needs bucketed DDP in shard mode (optimizer.shard)");
+    for (const DdpBucketView& view : views) {
       Part part;
-      part.view = ddps[d]->bucket_view(b);
+      part.view = view;
       TRIAX_CHECK(part.view.params.defined(), "ShardedAdamW needs DDP in shard mode");
       const int64_t begin = part.view.shard_begin;
       const int64_t end = begin + part.view.shard_size;
       part.exp_avg = torch::zeros({part.view.shard_size}, part.view.params.options());
       part.exp_avg_sq = torch::zeros({part.view.shard_size}, part.view.params.options());
       for (const auto& member : part.view.members) {
-        part.indices.push_back(first_index[d] + member.index);
+        part.indices.push_back(first + member.index);
         const int64_t lo = std::max(begin, member.offset);
         const int64_t hi = std::min(end, member.offset + member.numel);
         if (lo >= hi) continue;
-        const size_t index = first_index[d] + member.index;
-        // Weight decay on matrices only, as make_optimizer's groups (train/optimizer.h).
+        const size_t index = first + member.index;
+        // Weight decay on matrices only, as make_torch_optimizer's groups.
         part.segments.push_back({lo - begin, hi - begin, index, lo - member.offset,
-                                 params_.at(index).dim() >= 2, counted.at(index)});
+                                 params_.at(index).tensor.dim() >= 2, params_.at(index).counted});
       }
       parts_.push_back(std::move(part));
     }
+    first += sync->parameter_count();
   }
+  TRIAX_CHECK(first == params_.size(), "ShardedAdamW: the syncs hold ", first,
+              " parameters, the optimizer ", params_.size());
 }
 
-double ShardedAdamW::clip_and_step(double max_norm) {
+double ShardedAdamW::step(double max_norm) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> counted;
   for (const Part& part : parts_) {
@@ -79,46 +85,70 @@ double ShardedAdamW::clip_and_step(double max_norm) {
   return norm;
 }
 
-void ShardedAdamW::export_state(torch::optim::Optimizer& full) const {
-  full.state().clear();
-  if (step_ == 0) return;  // before the first step there is no state, as LibTorch's
+namespace {
+
+std::string state_name(const std::string& param, const char* kind) {
+  StateName key = StateName::parse(param);
+  key.state = kind;
+  return key.str();
+}
+
+}  // namespace
+
+std::vector<NamedTensors> ShardedAdamW::state_by_parameter() {
+  std::vector<NamedTensors> out(params_.size());
+  if (step_ == 0) return out;  // before the first step there is no state, as LibTorch's
   for (const Part& part : parts_) {
     const torch::Tensor m = dp_.all_gather(part.exp_avg);
     const torch::Tensor v = dp_.all_gather(part.exp_avg_sq);
     for (size_t k = 0; k < part.view.members.size(); ++k) {
       const auto& member = part.view.members[k];
-      const torch::Tensor& p = params_[part.indices[k]];
-      auto state = std::make_unique<torch::optim::AdamWParamState>();
-      state->step(step_);
-      state->exp_avg(m.narrow(0, member.offset, member.numel).view(p.sizes()));
-      state->exp_avg_sq(v.narrow(0, member.offset, member.numel).view(p.sizes()));
-      full.state()[c10::guts::to_string(p.unsafeGetTensorImpl())] = std::move(state);
+      const OptimizedParam& p = params_[part.indices[k]];
+      NamedTensors& state = out[part.indices[k]];
+      const auto sizes = p.tensor.sizes();
+      state.emplace_back(state_name(p.name, "exp_avg"),
+                         m.narrow(0, member.offset, member.numel).view(sizes));
+      state.emplace_back(state_name(p.name, "exp_avg_sq"),
+                         v.narrow(0, member.offset, member.numel).view(sizes));
+      state.emplace_back(state_name(p.name, "step"), torch::tensor({step_}, torch::kLong));
     }
   }
+  return out;
 }
 
-void ShardedAdamW::import_state(torch::optim::Optimizer& full) {
+void ShardedAdamW::load_state(const std::map<std::string, torch::Tensor>& tensors) {
   torch::NoGradGuard no_grad;
+  const auto get = [&](const std::string& param, const char* kind) -> const torch::Tensor* {
+    const auto it = tensors.find(state_name(param, kind));
+    return it == tensors.end() ? nullptr : &it->second;
+  };
+  for (const auto& p : params_) {
+    if (get(p.name, "momentum") != nullptr)
+      throw Error(str("checkpoint holds SGD momentum for ", p.name, "; this run uses AdamW"));
+    if (get(p.name, "exp_avg") != nullptr &&
+        (get(p.name, "exp_avg_sq") == nullptr || get(p.name, "step") == nullptr))
+      throw Error(str("checkpoint lacks AdamW state of ", p.name));
+  }
   int64_t step = 0;
   for (Part& part : parts_) {
+    part.exp_avg.zero_();
+    part.exp_avg_sq.zero_();
     for (const Segment& s : part.segments) {
-      const auto it =
-          full.state().find(c10::guts::to_string(params_[s.param].unsafeGetTensorImpl()));
-      if (it == full.state().end()) continue;  // saved before the first step
-      auto& state = static_cast<torch::optim::AdamWParamState&>(*it->second);
+      const std::string& name = params_[s.param].name;
+      const torch::Tensor* avg = get(name, "exp_avg");
+      if (avg == nullptr) continue;  // saved before the first step
       const int64_t length = s.end - s.begin;
       part.exp_avg.narrow(0, s.begin, length)
-          .copy_(state.exp_avg().reshape({-1}).narrow(0, s.param_offset, length));
+          .copy_(avg->reshape({-1}).narrow(0, s.param_offset, length));
       part.exp_avg_sq.narrow(0, s.begin, length)
-          .copy_(state.exp_avg_sq().reshape({-1}).narrow(0, s.param_offset, length));
-      step = state.step();
+          .copy_(get(name, "exp_avg_sq")->reshape({-1}).narrow(0, s.param_offset, length));
+      step = get(name, "step")->item<int64_t>();
     }
   }
   // Ranks whose slices hold only padding saw no state: agree on the step.
   torch::Tensor steps = torch::tensor({step}, torch::kLong);
   dp_.all_reduce(steps, ReduceOp::kMax);
   step_ = steps.item<int64_t>();
-  full.state().clear();
 }
 
 int64_t ShardedAdamW::state_bytes() const {

@@ -1,0 +1,22 @@
+#include "core/config_choices.h"
+
+namespace triax {
+
+#define TRIAX_CHOICE_NAMES(E, ...)                            \
+  template <>                                                 \
+  const std::vector<std::string>& choice_names<E>() {         \
+    static const std::vector<std::string> names{__VA_ARGS__}; \
+    return names;                                             \
+  }
+
+TRIAX_CHOICE_NAMES(ModelKind, "mlp", "gpt")
+TRIAX_CHOICE_NAMES(OptimizerKind, "sgd", "adamw")
+TRIAX_CHOICE_NAMES(Recompute, "none", "full", "selective")
+TRIAX_CHOICE_NAMES(LrDecay, "constant", "cosine", "linear")
+TRIAX_CHOICE_NAMES(ScheduleKind, "gpipe", "1f1b", "interleaved")
+TRIAX_CHOICE_NAMES(Hierarchical, "auto", "true", "leader", "false")
+TRIAX_CHOICE_NAMES(Backend, "auto", "mpi", "tcp")
+
+#undef TRIAX_CHOICE_NAMES
+
+}  // namespace triax

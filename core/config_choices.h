@@ -1,0 +1,84 @@
+// defines: triax::ModelKind, triax::OptimizerKind, triax::Recompute, triax::LrDecay,
+//          triax::ScheduleKind, triax::Hierarchical, triax::Backend, triax::choice_names,
+//          triax::choice_name, triax::parse_choice
+//
+// Every closed choice of the YAML as an enum, decided once when the file is read: the schema
+// (config_schema.cpp) parses the spelling into the enum and writes it back, and the rest of the
+// code compares enums, never strings. choice_names<E>() is the one list of spellings, in enum
+// order; messages print a choice with operator<< (its YAML spelling).
+#pragma once
+
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace triax {
+
+enum class ModelKind { kMlp, kGpt };                   ///< model.arch: mlp | gpt
+enum class OptimizerKind { kSgd, kAdamW };             ///< train.optimizer: sgd | adamw
+enum class Recompute { kNone, kFull, kSelective };     ///< train.recompute
+enum class LrDecay { kConstant, kCosine, kLinear };    ///< train.lr_decay
+enum class ScheduleKind { kGpipe, k1F1B, kInterleaved };  ///< schedule.name
+enum class Hierarchical { kAuto, kTrue, kLeader, kFalse };  ///< ddp.hierarchical
+enum class Backend { kAuto, kMpi, kTcp };              ///< comm.backend
+
+template <typename E>
+struct IsChoice : std::false_type {};
+template <>
+struct IsChoice<ModelKind> : std::true_type {};
+template <>
+struct IsChoice<OptimizerKind> : std::true_type {};
+template <>
+struct IsChoice<Recompute> : std::true_type {};
+template <>
+struct IsChoice<LrDecay> : std::true_type {};
+template <>
+struct IsChoice<ScheduleKind> : std::true_type {};
+template <>
+struct IsChoice<Hierarchical> : std::true_type {};
+template <>
+struct IsChoice<Backend> : std::true_type {};
+
+/// The YAML spellings of E's values, in enum order ("gpipe", "1f1b", "interleaved").
+template <typename E>
+const std::vector<std::string>& choice_names();
+
+template <typename E>
+const std::string& choice_name(E value) {
+  return choice_names<E>().at(static_cast<size_t>(value));
+}
+
+/// The value spelled `text`; false (and `out` untouched) when it is none of them.
+template <typename E>
+bool parse_choice(const std::string& text, E* out) {
+  const auto& names = choice_names<E>();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == text) {
+      *out = static_cast<E>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+/// The value spelled `text`; throws std::invalid_argument naming the valid spellings (tests,
+/// benchmarks and command lines that take a choice outside the YAML).
+template <typename E>
+E choice_from(const std::string& text) {
+  E value{};
+  if (!parse_choice(text, &value)) {
+    std::string valid;
+    for (const auto& name : choice_names<E>()) valid += (valid.empty() ? "" : ", ") + name;
+    throw std::invalid_argument("'" + text + "' is not a valid choice (valid: " + valid + ")");
+  }
+  return value;
+}
+
+template <typename E, typename = std::enable_if_t<IsChoice<E>::value>>
+std::ostream& operator<<(std::ostream& out, E value) {
+  return out << choice_name(value);
+}
+
+}  // namespace triax
