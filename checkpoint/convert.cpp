@@ -7,8 +7,7 @@
 #include "core/crc32.h"
 #include "core/error.h"
 #include "core/safetensors.h"
-#include "models/gpt.h"
-#include "models/gpt_stages.h"
+#include "models/model_spec.h"
 #include "parallel/tp/shard_spec.h"
 
 namespace triax {
@@ -94,10 +93,9 @@ std::string write_sharded_checkpoint(const FullModelState& state, int tensor, in
   if (chunks_per_rank == 1 && config.schedule.name == ScheduleKind::kInterleaved)
     config.schedule.name = ScheduleKind::k1F1B;
   config.schedule.layer_boundaries.clear();  // balanced over the new stages
-  check_gpt_layout(config);
-  const GptOptions whole =
-      GptOptions::from_config(config.model, static_cast<uint64_t>(config.train.seed));
-  const auto ranges = split_layers(whole.layers, pipeline * chunks_per_rank, {});
+  const ModelSpec& spec = model_spec(config.model.arch);
+  spec.check_layout(config);
+  const auto ranges = spec.stage_layers(config);
   Manifest manifest;
   manifest.dir = out_root + "/" + step_folder(state.step);
   manifest.step = state.step;
@@ -122,9 +120,10 @@ std::string write_sharded_checkpoint(const FullModelState& state, int tensor, in
       shard.metadata = {{"format", "triax-checkpoint-shard"}, {"step", std::to_string(state.step)}};
       for (int c = 0; c < chunks_per_rank; ++c) {
         const int stage = c * pipeline + pp;
-        Gpt part(gpt_stage_options(whole, stage, ranges), group);
-        const auto specs = collect_shard_specs(*part);
-        for (const auto& item : part->named_parameters()) {
+        // The chunk as training builds it gives the names, shapes and splits.
+        const std::unique_ptr<ModelChunk> part = spec.build_chunk(config, stage, ranges, group);
+        const auto specs = collect_shard_specs(part->module());
+        for (const auto& item : part->module().named_parameters()) {
           TRIAX_CHECK(state.tensors.count(item.key()) != 0, "the model has no parameter ",
                       item.key());
           const auto spec = specs.find(item.key());
@@ -138,7 +137,7 @@ std::string write_sharded_checkpoint(const FullModelState& state, int tensor, in
           }
         }
         if (tp == 0) {
-          const auto table = parameter_table(part, stage);
+          const auto table = parameter_table(part->module(), stage);
           manifest.parameters.insert(manifest.parameters.end(), table.begin(), table.end());
         }
       }

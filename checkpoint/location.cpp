@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/run_paths.h"
 
 namespace triax {
 namespace {
@@ -13,7 +14,7 @@ namespace fs = std::filesystem;
 
 std::string checkpoint_root(const Config& config) {
   if (!config.checkpoint.dir.empty()) return config.checkpoint.dir;
-  return config.run.dir.empty() ? "" : config.run.dir + "/checkpoints";
+  return RunPaths(config.run.dir).checkpoints();
 }
 
 std::string resolve_resume_spec(const std::string& spec, const Config& config) {

@@ -4,10 +4,10 @@
 
 namespace triax {
 
-std::vector<ParameterEntry> parameter_table(const Gpt& chunk, int64_t stage) {
+std::vector<ParameterEntry> parameter_table(const torch::nn::Module& chunk, int64_t stage) {
   std::vector<ParameterEntry> table;
-  const auto specs = collect_shard_specs(*chunk);
-  for (const auto& item : chunk->named_parameters()) {
+  const auto specs = collect_shard_specs(chunk);
+  for (const auto& item : chunk.named_parameters()) {
     ParameterEntry entry;
     entry.name = item.key();
     entry.stage = stage;

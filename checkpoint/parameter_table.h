@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "checkpoint/manifest.h"
-#include "models/gpt.h"
+#include <torch/torch.h>
 
 namespace triax {
 
-std::vector<ParameterEntry> parameter_table(const Gpt& chunk, int64_t stage);
+std::vector<ParameterEntry> parameter_table(const torch::nn::Module& chunk, int64_t stage);
 
 }  // namespace triax

@@ -75,7 +75,7 @@ struct TrainConfig {
   /// Print progress every N optimizer steps (0 = only at the end). Default 100.
   int64_t log_every = 100;
   /// Compute threads per rank; 0 = from the launcher (OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, the
-  /// CPUs the rank is bound to, else the node's CPUs / its ranks: train/thread_choice.h).
+  /// CPUs the rank is bound to, else the node's CPUs / its ranks: job/thread_choice.h).
   /// Default 0.
   int64_t threads = 0;
   /// Activation recompute: "none", "full" (blocks keep only their input and run again in

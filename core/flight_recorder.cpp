@@ -10,6 +10,7 @@
 
 #include "core/atomic_file.h"
 #include "core/json_line.h"
+#include "core/run_paths.h"
 #include "core/strings.h"
 
 namespace triax::flight {
@@ -137,7 +138,7 @@ std::string describe(uint64_t id) {
 }
 
 std::string dump_path(int rank) {
-  return str(state().dir, "/rank_", rank, ".json");
+  return str(state().dir, "/", RunPaths::flight_record_name(rank));
 }
 
 std::string dump(const std::string& reason) {
@@ -186,7 +187,7 @@ std::string dump(const std::string& reason) {
   text += "]}\n";
   std::error_code ec;
   std::filesystem::create_directories(s.dir, ec);
-  const std::string path = str(s.dir, "/rank_", s.rank, ".json");
+  const std::string path = str(s.dir, "/", RunPaths::flight_record_name(s.rank));
   AtomicFile out(path);
   out.write(text.data(), text.size());
   out.commit();

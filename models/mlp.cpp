@@ -15,6 +15,10 @@ void check_mlp_layout(const Config& config) {
                           " is not supported by "
                           "model.arch=mlp (valid: 1; the MLP is data-parallel only)"));
   }
+  if (config.schedule.chunks_per_rank != 1) {
+    throw ConfigError(str("schedule.chunks_per_rank: ", config.schedule.chunks_per_rank,
+                          " is not supported by model.arch=mlp (valid: 1; the MLP is one chunk)"));
+  }
 }
 
 MlpImpl::MlpImpl(MlpOptions options) : options_(std::move(options)) {

@@ -30,12 +30,17 @@ def load(run_dir):
 
 
 def rank_table(run_dir):
-    """rank -> (host, pid) from RUN_DIR/ranks.txt (written at start)."""
+    """rank -> (host, pid) from RUN_DIR/ranks.txt, the rank table written at start. Its format's
+    owner is job/rank_table.h: one `RANK HOST PID` line per rank; other lines are skipped, as
+    there."""
     table = {}
     try:
         with open(os.path.join(run_dir, "ranks.txt")) as f:
             for line in f:
-                rank, host, pid = line.split()
+                fields = line.split()
+                if len(fields) != 3 or not fields[0].isdigit():
+                    continue
+                rank, host, pid = fields
                 table[int(rank)] = (host, pid)
     except OSError:
         pass

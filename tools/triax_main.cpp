@@ -4,11 +4,8 @@
 // YAML, the layout, the batch arithmetic, the data files) is checked first, identically on every
 // rank, so a mistake prints one clear message per rank and exits 2 before any communicator
 // exists — no hang, no stack trace. After the world is up, an error on one rank ends the job
-// (World::abort), because its peers may be blocked in a collective it will never join.
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <signal.h>
+// on every rank (job/failure_policy.h), because its peers may be blocked in a collective it will
+// never join.
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,31 +13,31 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <regex>
-#include <sstream>
 #include <thread>
 
 #include "checkpoint/convert.h"
 #include "checkpoint/location.h"
 #include "checkpoint/resume.h"
 #include "core/config.h"
-#include "core/death_watch.h"
 #include "core/error.h"
 #include "core/flight_recorder.h"
 #include "core/launch_env.h"
 #include "core/log.h"
+#include "core/run_paths.h"
 #include "data/prepare_data.h"
-#include "parallel/comm/gather_text.h"
+#include "job/death_watch.h"
+#include "job/failure_policy.h"
+#include "job/output_check.h"
+#include "job/rank_table.h"
+#include "job/run_outputs.h"
+#include "job/stop_signal.h"
+#include "job/thread_choice.h"
 #include "parallel/comm/world.h"
 #include "parallel/parallel_context.h"
 #include "tools/cli_args.h"
 #include "tools/version.h"
-#include "train/gpt_training.h"
-#include "train/mlp_trainer.h"
-#include "train/output_check.h"
+#include "train/training.h"
 #include "train/run_plan.h"
-#include "train/stop_signal.h"
-#include "train/thread_choice.h"
 
 namespace triax {
 namespace {
@@ -85,12 +82,13 @@ int run_prepare_data(const CliArgs& args) {
 
 int run_plot(const CliArgs& args) {
   const std::string run_dir = args.inputs[0];
-  if (!std::ifstream(run_dir + "/metrics.jsonl")) {
-    throw ConfigError(str(run_dir,
-                          "/metrics.jsonl: not found (valid: the run.dir of a training "
-                          "run, which writes metrics.jsonl)"));
+  const RunPaths paths(run_dir);
+  if (!std::ifstream(paths.metrics())) {
+    throw ConfigError(str(paths.metrics(),
+                          ": not found (valid: the run.dir of a training run, which writes "
+                          "metrics.jsonl)"));
   }
-  const std::string out = args.out.empty() ? run_dir + "/loss.png" : args.out;
+  const std::string out = args.out.empty() ? paths.loss_plot() : args.out;
   const std::string script = std::string(kTriaxSourceDir) + "/tools/plot_metrics.py";
   std::fflush(stdout);
   ::execl("/usr/bin/python3", "python3", script.c_str(), run_dir.c_str(), out.c_str(),
@@ -142,142 +140,6 @@ int run_convert(const CliArgs& args) {
   return 0;
 }
 
-// The job itself, on a world that is up: the one place that switches on the model.
-void train(const RunPlan& plan, ParallelContext& context, const LaunchEnv& launch,
-           const std::optional<Manifest>& checkpoint) {
-  switch (plan.model) {
-    case ModelKind::kGpt: {
-      GptTraining training(plan, context, kProcessStart, launch.local_rank == 0);
-      if (checkpoint) training.resume_from(*checkpoint);
-      training.run();
-      break;
-    }
-    case ModelKind::kMlp:
-      MlpTrainer(plan, context).train();
-      break;
-  }
-}
-
-void write_resolved_config(const Config& config, const ParallelContext& context) {
-  if (config.run.dir.empty() || context.rank() != 0) return;
-  std::filesystem::create_directories(config.run.dir);
-  const std::string path = config.run.dir + "/config.resolved.yaml";
-  std::ofstream file(path);
-  file << to_yaml(config);
-  check_written(file, path, "the resolved configuration (run.dir)");
-  log::info(str("resolved configuration written to ", path));
-}
-
-// Ends the job after an error on this rank: the message first (flushed, so the abort cannot
-// outrun it), then this rank's flight record; after a timeout the peers waiting on the same
-// stuck rank time out within moments, so they are given a grace period to report too, and
-// rank 0 prints every rank's last action from their records.
-// "rank host pid" of every rank, gathered at start (write_rank_table).
-std::vector<std::string> g_rank_table;
-
-// Under torchrun a stopped rank ignores the agent's SIGTERM and holds the job for the agent's
-// 30 s kill delay; a rank that timed out waiting for it ends it instead (same host only), once
-// the grace period shows it wrote no flight record.
-void kill_silent_local_ranks(int rank) {
-  char host[256] = {0};
-  ::gethostname(host, sizeof(host) - 1);
-  for (const std::string& line : g_rank_table) {
-    std::istringstream fields(line);
-    int r = -1;
-    std::string where;
-    long pid = 0;
-    fields >> r >> where >> pid;
-    if (r == rank || where != host || pid <= 0) continue;
-    if (std::filesystem::exists(flight::dump_path(r))) continue;
-    if (::kill(static_cast<pid_t>(pid), SIGKILL) == 0) {
-      log::error(str("rank ", r, " (pid ", pid, ") did not answer within comm.timeout_s and ",
-                     "wrote no flight record: killed it so that the job ends"));
-    }
-  }
-}
-
-// A connection error names the peer by address ("[10.0.0.2]:41234"); the user thinks in ranks
-// and nodes. Resolves the address to a host name and lists the ranks that ran there, so a lost
-// node reads as one: "ranks 4,5,6,7 ran on n2".
-std::string peer_ranks_note(const std::string& message) {
-  static const std::regex kAddress(R"(\[(\d+\.\d+\.\d+\.\d+)\]:\d+)");
-  std::smatch match;
-  if (!std::regex_search(message, match, kAddress)) return "";
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  if (::inet_pton(AF_INET, match[1].str().c_str(), &address.sin_addr) != 1) return "";
-  char host[256] = {0};
-  if (::getnameinfo(reinterpret_cast<sockaddr*>(&address), sizeof(address), host, sizeof(host),
-                    nullptr, 0, NI_NAMEREQD) != 0) {
-    return "";
-  }
-  const std::string name(host);
-  std::vector<int> ranks;
-  for (const std::string& line : g_rank_table) {
-    std::istringstream fields(line);
-    int r = -1;
-    std::string where;
-    fields >> r >> where;
-    if (r >= 0 && (where == name || where == name.substr(0, name.find('.')))) ranks.push_back(r);
-  }
-  if (ranks.empty()) return "";
-  return str("the lost connection was to ", match[1].str(), " = host ", name, ", where rank",
-             ranks.size() > 1 ? "s " : " ", join(ranks, ","),
-             " ran; if all of them ended at once, that node was lost");
-}
-
-[[noreturn]] void fail(const World& world, const std::exception& e, int code, int rank,
-                       int world_size) {
-  death_watch_done();  // this rank reports its own end
-  log::error(e.what());
-  if (const std::string note = peer_ranks_note(e.what()); !note.empty()) log::error(note);
-  const bool timeout = dynamic_cast<const TimeoutError*>(&e) != nullptr;
-  std::string path;
-  try {  // nothing may stop the abort: a full disk that failed the run fails this write too
-    path = flight::dump(timeout ? "timeout" : str("error: ", e.what()));
-    if (!path.empty()) {
-      log::error(str("flight recorder written to ", path, "; all ranks': triax flight RUN_DIR"));
-    }
-  } catch (const std::exception& dump_error) {
-    log::error(str("flight recorder not written: ", dump_error.what()));
-  }
-  if (timeout) {
-    const double grace = std::clamp(Communicator::timeout() / 4, 1.0, 10.0);
-    std::this_thread::sleep_for(std::chrono::duration<double>(rank == 0 ? grace / 2 : grace));
-    if (rank == 0 && !path.empty()) log::error(flight::summary(world_size));
-    if (world.backend() == Backend::kTcp && !path.empty()) kill_silent_local_ranks(rank);
-  }
-  world.abort(code);
-}
-
-// run.dir/ranks.txt: "rank host pid" per line, so a process the launcher reports dead (by PID,
-// e.g. mpirun's BAD TERMINATION box) is named as a rank; `triax flight` reads it too.
-void write_rank_table(ParallelContext& context, const Config& config) {
-  char host[256] = {0};
-  ::gethostname(host, sizeof(host) - 1);
-  const std::vector<std::string> lines = all_gather_text(
-      context.world(), str(context.rank(), " ", host, " ", static_cast<long>(::getpid()), "\n"));
-  g_rank_table = lines;
-  if (config.run.dir.empty() || context.rank() != 0) return;
-  const std::string path = config.run.dir + "/ranks.txt";
-  std::ofstream file(path);
-  for (const std::string& line : lines) file << line;
-  check_written(file, path, "the rank table (run.dir)");
-}
-
-// Where flight records go: run.dir/flight, cleared of an earlier run's records.
-void prepare_flight_dir(const Config& config, int rank, int world_size) {
-  flight::set_rank(rank, world_size);
-  if (config.run.dir.empty()) return;
-  const std::string dir = config.run.dir + "/flight";
-  flight::set_dump_dir(dir);
-  std::error_code ec;
-  std::filesystem::remove(flight::dump_path(rank), ec);
-  std::filesystem::remove(str(dir, "/ended/rank_", rank), ec);
-  std::filesystem::remove(str(dir, "/ended/done_", rank), ec);
-  if (rank == 0) std::filesystem::remove(dir + "/died.txt", ec);
-  start_death_watch(rank, dir);
-}
 
 int run_train(const CliArgs& args, int* argc, char*** argv) {
   // 1. Everything that needs no communication, on every rank alike: the run's plan.
@@ -290,9 +152,6 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     log::set_prefix(str("[rank ", launch.rank, "]"));
     log::set_is_root(launch.rank == 0);  // pre-communication notes once, errors on every rank
     plan = plan_run(load_config(args.config_path, args.overrides), launch.world_size);
-    if (!args.resume.empty() && plan->model != ModelKind::kGpt) {
-      throw ConfigError("--resume: checkpoints are for model.arch: gpt (valid: no --resume)");
-    }
     const std::string resume = resolve_resume_spec(args.resume, plan->config);
     if (!resume.empty()) checkpoint = read_checkpoint(resume, plan->config);
     backend = resolve_backend(plan->config.comm.backend, launch);
@@ -302,8 +161,9 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     return kExitUsage;
   }
   const Config& config = plan->config;
+  const RunPaths paths(config.run.dir);
   Communicator::set_timeout(static_cast<double>(config.comm.timeout_s));
-  prepare_flight_dir(config, launch.rank, launch.world_size);
+  prepare_flight_records(paths, launch.rank, launch.world_size);
 
   // 2. The world, and the check that it is the one the launcher announced.
   std::unique_ptr<World> world;
@@ -318,7 +178,9 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     return kExitUsage;
   }
 
-  // 3. The job. From here on a failure on one rank must stop all of them.
+  // 3. The job. From here on a failure on one rank must stop all of them
+  // (job/failure_policy.h).
+  RankTable ranks;
   try {
     const ThreadChoice threads = choose_threads(
         config, launch, process_env(),
@@ -336,15 +198,18 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     if (const std::string warning = context.tp_span_warning(); !warning.empty()) {
       log::warn(warning);
     }
-    write_resolved_config(config, context);
-    write_rank_table(context, config);
-    train(*plan, context, launch, checkpoint);
+    write_resolved_config(config, paths, context.rank());
+    ranks = gather_rank_table(context.world());
+    if (paths.enabled() && context.rank() == 0) write_rank_table(ranks, paths.rank_table());
+    Training training(*plan, context, kProcessStart, launch.local_rank == 0);
+    if (checkpoint) training.resume_from(*checkpoint);
+    training.run();
     context.world().barrier();
     death_watch_done();
   } catch (const ConfigError& e) {
-    fail(*world, e, kExitUsage, launch.rank, launch.world_size);
+    end_job_after_error(*world, e, kExitUsage, launch.rank, launch.world_size, ranks);
   } catch (const std::exception& e) {
-    fail(*world, e, kExitFailure, launch.rank, launch.world_size);
+    end_job_after_error(*world, e, kExitFailure, launch.rank, launch.world_size, ranks);
   }
   return 0;
 }

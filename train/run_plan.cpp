@@ -3,9 +3,7 @@
 #include <cstdio>
 
 #include "core/error.h"
-#include "models/gpt.h"
-#include "models/gpt_stages.h"
-#include "models/mlp.h"
+#include "models/model_spec.h"
 #include "schedules/schedule_check.h"
 #include "train/lr_schedule.h"
 
@@ -140,19 +138,20 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
   RunPlan plan;
   plan.config = config;
   plan.model = config.model.arch;
+  const ModelSpec& spec = model_spec(plan.model);
   plan.layout = ParallelLayout::from_config(config.parallel, world_size);
-  if (plan.model == ModelKind::kGpt) {
-    check_gpt_layout(config);
-  } else {
-    check_mlp_layout(config);
-  }
+  spec.check_layout(config);
   plan.batch = BatchPlan::create(config.train, plan.layout.dp_size());
   check_gpt_only_options(config);
   check_sharded_optimizer(config);
+  plan.stage_layers = spec.stage_layers(config);
+  plan.schedule = pipeline_schedule(config, plan.batch);
+  const int tp = plan.layout.tp_size();
+  plan.sequence_parallel = config.parallel.sequence && tp > 1;
+  plan.activation_shape =
+      spec.activation_shape(config, plan.batch.micro_batch, tp, plan.sequence_parallel);
+  plan.eval_activation_shape = spec.activation_shape(config, plan.batch.micro_batch, tp, false);
   if (plan.model == ModelKind::kGpt) {
-    const int stages = static_cast<int>(config.parallel.pipeline * config.schedule.chunks_per_rank);
-    plan.stage_layers = split_layers(config.model.layers, stages, config.schedule.layer_boundaries);
-    plan.schedule = pipeline_schedule(config, plan.batch);
     check_lr_schedule(config.train);  // the configuration's own mistakes before the data's
   } else {
     // The MLP's data is local and cheap to check, so its absence is named before the LR rule.
@@ -165,7 +164,7 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
 
 std::string RunPlan::describe() const {
   std::string text = str("\n", layout.table(), batch.describe(), "\n");
-  if (model == ModelKind::kGpt) {
+  if (model_spec(model).pipelined) {
     text += schedule.table() + "  stage layers:";
     for (size_t i = 0; i < stage_layers.size(); ++i) {
       text += str(" s", i, "=[", stage_layers[i].first, ",", stage_layers[i].second, ")");

@@ -6,7 +6,8 @@
 // stage split, then the data files) and returns the result, which the trainers then only read:
 //   layout      dp = world / (tp * pp)                         (parallel/parallel_layout.h)
 //   batch       global_batch = micro_batch * micro-batches * dp (train/batch_plan.h)
-//   schedule    the checked pipeline schedule, and the layers of each stage (GPT)
+//   schedule    the checked pipeline schedule, and the layers of each stage (the model spec's)
+//   facts       sequence parallelism in effect; the activation shapes between stages
 //   data        the datasets, opened (and checksummed) once, and what they allow: steps per
 //               epoch, total steps, evaluation batches
 // Every rank computes the same plan and so reaches the same verdict: a mistake is one message
@@ -47,8 +48,12 @@ struct RunPlan {
   ModelKind model = ModelKind::kGpt;
   ParallelLayout layout = ParallelLayout::create(1, 1, 1);
   BatchPlan batch;
-  Schedule schedule;                                      ///< GPT: the pipeline schedule
-  std::vector<std::pair<int64_t, int64_t>> stage_layers;  ///< GPT: [first, last) per stage
+  Schedule schedule;                                      ///< the pipeline schedule
+  std::vector<std::pair<int64_t, int64_t>> stage_layers;  ///< [first, last) per stage
+  bool sequence_parallel = false;  ///< parallel.sequence in effect (tp > 1): training splits
+                                   ///< activations along the sequence
+  std::vector<int64_t> activation_shape;       ///< one micro-batch between stages, training
+  std::vector<int64_t> eval_activation_shape;  ///< the same in evaluation (whole sequences)
   bool has_data = false;                                  ///< the datasets below are open
   std::string data_note;                                  ///< why not, for describe()
   DataPlan data;

@@ -8,7 +8,7 @@
 #include "core/json_line.h"
 #include "core/log.h"
 #include "core/peak_memory.h"
-#include "train/output_check.h"
+#include "job/output_check.h"
 
 namespace triax {
 namespace {
@@ -38,20 +38,28 @@ std::string scientific(double value) {
 
 }  // namespace
 
-StepReport::StepReport(const RunPlan& plan, int64_t start_step, double peak_flops,
-                       double flops_per_token, Clock::time_point process_start,
-                       std::ofstream metrics, std::string metrics_path)
+StepReport::StepReport(const RunPlan& plan, const ModelSpec& spec, int64_t start_step,
+                       double peak_flops, Clock::time_point process_start, std::ofstream metrics,
+                       std::string metrics_path)
     : plan_(plan),
+      spec_(spec),
       start_step_(start_step),
       total_(plan.data.total_steps),
       peak_flops_(peak_flops),
-      flops_per_token_(flops_per_token),
-      tokens_per_step_(static_cast<double>(plan.batch.global_batch * plan.config.model.seq_len)),
+      flops_per_unit_(spec.flops_per_unit(plan.config.model)),
+      units_per_step_(static_cast<double>(plan.batch.global_batch *
+                                          spec.units_per_sample(plan.config.model))),
       process_start_(process_start),
       loop_start_(Clock::now()),
       metrics_(std::move(metrics)),
       metrics_path_(std::move(metrics_path)),
-      val_loss_(std::nan("")) {}
+      metric_(std::nan("")) {}
+
+std::string StepReport::metric_text(double value, int64_t samples, bool brief) const {
+  if (!spec_.metric_is_fraction) return str(brief ? "val" : spec_.metric_name, " ", fixed(value, 4));
+  return str(spec_.metric_name, " ", fixed(100 * value, 2), "%",
+             brief ? std::string() : str(" on ", samples, " samples"));
+}
 
 bool StepReport::should_log(int64_t step) const {
   const int64_t every = plan_.config.train.log_every;
@@ -68,27 +76,30 @@ void StepReport::record(const StepOutcome& o, const std::vector<double>& memory_
   interval_seconds_ += o.seconds;
   interval_loss_ += o.loss;
   ++interval_steps_;
-  if (o.val_loss) val_loss_ = *o.val_loss;
+  if (o.metric) {
+    metric_ = *o.metric;
+    metric_samples_ = o.metric_samples;
+  }
 
   JsonLine record;
   record.add("step", o.step).add("loss", o.loss).add("lr", o.lr).add("grad_norm", o.grad_norm);
-  if (o.val_loss) record.add("val_loss", *o.val_loss);
+  if (o.metric) record.add(spec_.metric_key, *o.metric);
   if (should_log(o.step)) {
-    const double tokens_per_s = interval_steps_ * tokens_per_step_ / interval_seconds_;
-    const double mfu = tokens_per_s * flops_per_token_ / peak_flops_;
+    const double units_per_s = interval_steps_ * units_per_step_ / interval_seconds_;
+    const double mfu = units_per_s * flops_per_unit_ / peak_flops_;
     const double elapsed = seconds_between(loop_start_, Clock::now());
     const double eta =
         elapsed / static_cast<double>(o.step - start_step_) * static_cast<double>(total_ - o.step);
-    record.add("tokens_per_s", tokens_per_s)
+    record.add(str(spec_.unit, "_per_s"), units_per_s)
         .add("mfu", mfu)
         .add("peak_rss_mib", memory_mib)
         .add("elapsed_s", elapsed)
         .add("eta_s", eta);
-    log::info(log_line(o, memory_mib, tokens_per_s, mfu, eta));
+    log::info(log_line(o, memory_mib, units_per_s, mfu, eta));
     interval_seconds_ = interval_loss_ = 0;
     interval_steps_ = 0;
-  } else if (o.val_loss) {
-    log::info(str("step ", o.step, "/", total_, " | val ", fixed(*o.val_loss, 4)));
+  } else if (o.metric) {
+    log::info(str("step ", o.step, "/", total_, " | ", metric_text(*o.metric, 0, true)));
   }
   if (metrics_.is_open()) {
     metrics_ << record.str() << "\n";
@@ -97,18 +108,18 @@ void StepReport::record(const StepOutcome& o, const std::vector<double>& memory_
 }
 
 std::string StepReport::log_line(const StepOutcome& o, const std::vector<double>& memory_mib,
-                                 double tokens_per_s, double mfu, double eta) const {
+                                 double units_per_s, double mfu, double eta) const {
   std::string line =
       str("step ", o.step, "/", total_, " | loss ", fixed(interval_loss_ / interval_steps_, 4));
-  if (o.val_loss) line += str(" | val ", fixed(*o.val_loss, 4));
+  if (o.metric) line += str(" | ", metric_text(*o.metric, 0, true));
   const double peak =
       memory_mib.empty() ? 0 : *std::max_element(memory_mib.begin(), memory_mib.end());
   return line + str(" | lr ", scientific(o.lr), " | grad norm ", fixed(o.grad_norm, 3), " | ",
-                    fixed(tokens_per_s, 0), " tok/s | MFU ", fixed(100 * mfu, 2), "% | peak mem ",
+                    fixed(units_per_s, 0), " ", spec_.unit_short, "/s | MFU ", fixed(100 * mfu, 2), "% | peak mem ",
                     fixed(peak, 0), " MiB/rank (max) | ETA ", duration(eta));
 }
 
-GptTrainingResult StepReport::stopped(int64_t steps, int signal) {
+TrainingResult StepReport::stopped(int64_t steps, int signal) {
   log::info(
       str("stopping after step ", steps, " on signal ", signal, "; continue with --resume latest"));
   result_.steps = steps;
@@ -116,20 +127,21 @@ GptTrainingResult StepReport::stopped(int64_t steps, int signal) {
   return result_;
 }
 
-GptTrainingResult StepReport::finish() {
+TrainingResult StepReport::finish() {
   result_.steps = total_;
-  result_.val_loss = val_loss_;
+  result_.metric = metric_;
+  result_.metric_samples = metric_samples_;
   result_.train_seconds = seconds_between(loop_start_, Clock::now());
   const int64_t ran = total_ - start_step_;
   const double steady_steps = static_cast<double>(std::max<int64_t>(ran - 1, 1));
   const double steady = ran > 1 ? steady_seconds_ : result_.train_seconds;
-  result_.tokens_per_second = steady_steps * tokens_per_step_ / steady;
-  result_.mfu = result_.tokens_per_second * flops_per_token_ / peak_flops_;
+  result_.units_per_second = steady_steps * units_per_step_ / steady;
+  result_.mfu = result_.units_per_second * flops_per_unit_ / peak_flops_;
   log::info(str("done: ", total_, " steps in ", fixed(result_.train_seconds, 1), " s; ",
-                fixed(result_.tokens_per_second, 0), " tokens/s and MFU ",
+                fixed(result_.units_per_second, 0), " ", spec_.unit, "/s and MFU ",
                 fixed(100 * result_.mfu, 2), "% after the first step; loss ",
                 fixed(result_.step_losses.front(), 4), " -> ", fixed(result_.step_losses.back(), 4),
-                ", val loss ", fixed(val_loss_, 4), "; first step done ",
+                ", ", metric_text(metric_, metric_samples_, false), "; first step done ",
                 fixed(result_.seconds_to_first_step, 2), " s after start"));
   return result_;
 }

@@ -18,15 +18,15 @@ int64_t pick_token(const torch::Tensor& logits, const SampleConfig& sample,
 
 }  // namespace
 
-std::string generate_text(GptTrainer& trainer, ParallelContext& context, const Config& config) {
+std::string generate_text(Trainer& trainer, ParallelContext& context, const Config& config) {
   const SampleConfig& sample = config.sample;
   const int64_t seq = config.model.seq_len;
   std::vector<int64_t> tokens;
   for (unsigned char c : sample.prompt) tokens.push_back(c);
   if (tokens.empty()) tokens.push_back('\n');
   torch::NoGradGuard no_grad;
-  std::vector<Gpt>& chunks = trainer.chunks();
-  for (auto& chunk : chunks) chunk->eval();
+  std::vector<std::unique_ptr<ModelChunk>>& chunks = trainer.chunks();
+  for (auto& chunk : chunks) chunk->module().eval();
   PipelineExecutor executor(context.pp(), {1, seq, config.model.hidden});
   const Schedule schedule =
       forward_only(context.pp_size(), 1, static_cast<int>(trainer.schedule().chunks));
@@ -42,12 +42,12 @@ std::string generate_text(GptTrainer& trainer, ParallelContext& context, const C
             torch::tensor(std::vector<int64_t>(tokens.end() - length, tokens.end()), torch::kLong));
     int64_t next = 0;
     StageFunctions stage;
+    const Batch prompt{window, torch::Tensor()};
     stage.forward = [&](int chunk, int, const torch::Tensor& input) {
-      Gpt& part = chunks[static_cast<size_t>(chunk)];
-      return part->run_layers(input.defined() ? input : part->embed(window));
+      return chunks[static_cast<size_t>(chunk)]->forward(input, prompt);
     };
     stage.loss = [&](int, const torch::Tensor& output) {
-      const torch::Tensor logits = chunks.back()->logits_from_hidden(output)[0][length - 1];
+      const torch::Tensor logits = chunks.back()->logits(output)[0][length - 1];
       next = pick_token(logits, sample, generator);
       return torch::zeros({});
     };
@@ -56,7 +56,7 @@ std::string generate_text(GptTrainer& trainer, ParallelContext& context, const C
     context.pp().broadcast(chosen, context.pp_size() - 1);
     tokens.push_back(chosen.item<int64_t>());
   }
-  for (auto& chunk : chunks) chunk->train();
+  for (auto& chunk : chunks) chunk->module().train();
   std::string text;
   for (int64_t t : tokens) text += static_cast<char>(t);
   return sample.prompt.empty() ? text.substr(1) : text;

@@ -33,7 +33,7 @@ data: {train_samples: 100}
   CHECK(config.train.global_batch == 128);
   CHECK(config.train.micro_batch == 8);
   CHECK(config.train.lr == Approx(0.001));
-  CHECK(config.train.optimizer == OptimizerKind::kAdamW);
+  CHECK(config.train.optimizer == triax::OptimizerKind::kAdamW);
   CHECK_FALSE(config.train.shuffle);
   CHECK(config.data.train_samples == 100);
 }

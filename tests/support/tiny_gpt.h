@@ -8,6 +8,8 @@
 #include <string>
 
 #include "core/config.h"
+#include "data/distributed_sampler.h"
+#include "models/gpt_spec.h"
 #include "parallel/parallel_context.h"
 #include "train/run_plan.h"
 
@@ -40,11 +42,18 @@ inline RunPlan plan_for(const Config& c, const ParallelContext& context) {
   return plan_run(c, context.dp_size() * context.tp_size() * context.pp_size(), DataCheck::kSkip);
 }
 
-/// Global batch `step` (one of two, in turn) [global_batch, seq_len + 1].
-inline torch::Tensor tiny_gpt_batch(int step, const Config& c) {
+/// Global batch `step` (one of two, in turn): token sequences [global_batch, seq_len + 1] as a
+/// batch (models/gpt_spec.h).
+inline Batch tiny_gpt_batch(int step, const Config& c) {
   torch::manual_seed(1000 + step % 2);
-  return torch::randint(0, c.model.vocab, {c.train.global_batch, c.model.seq_len + 1},
-                        torch::kLong);
+  return token_batch(torch::randint(0, c.model.vocab, {c.train.global_batch, c.model.seq_len + 1},
+                                    torch::kLong));
+}
+
+/// This dp rank's rows of a global batch (as the distributed sampler deals them).
+inline Batch local_share(const Batch& global, const ParallelContext& context) {
+  return Batch{DistributedSampler::local_rows(global.inputs, context.dp_rank(), context.dp_size()),
+               DistributedSampler::local_rows(global.targets, context.dp_rank(), context.dp_size())};
 }
 
 }  // namespace triax::testing

@@ -16,7 +16,7 @@
 #include "parallel/tp/shard_spec.h"
 #include "support/test_world.h"
 #include "support/tiny_gpt.h"
-#include "train/gpt_trainer.h"
+#include "train/trainer.h"
 
 using namespace triax;
 
@@ -30,7 +30,7 @@ Config tiny_config(int tp, int pp, const std::string& schedule, int chunks) {
   return testing::tiny_gpt_config(tp, pp, schedule, chunks);
 }
 
-torch::Tensor batch(int step, const Config& c) {
+Batch batch(int step, const Config& c) {
   return testing::tiny_gpt_batch(step, c);
 }
 
@@ -39,7 +39,7 @@ struct Result {
   std::vector<double> norms;
 };
 
-Result train(GptTrainer& trainer, const Config& c) {
+Result train(Trainer& trainer, const Config& c) {
   Result r;
   for (int step = 0; step < kSteps; ++step) {
     r.losses.push_back(trainer.step(batch(step, c)));
@@ -57,11 +57,11 @@ TEST_CASE("every (dp, tp, pp) layout and schedule trains like one process", "[mp
   const Config reference_config = tiny_config(1, 1, "1f1b", 1);
   std::shared_ptr<Communicator> single = MpiCommunicator::self();
   ParallelContext single_context(single, ParallelLayout::create(1, 1, 1));
-  GptTrainer reference(testing::plan_for(reference_config, single_context), single_context);
+  Trainer reference(testing::plan_for(reference_config, single_context), single_context);
   const Result expected = train(reference, reference_config);
   CHECK(expected.losses.back() < expected.losses.front() - 0.1);     // it learns
   CHECK(expected.norms.front() > reference_config.train.clip_grad);  // clipping is active
-  const auto expected_params = reference.chunks().front()->named_parameters();
+  const auto expected_params = reference.chunks().front()->module().named_parameters();
 
   for (int tp : {1, 2}) {
     for (int pp : {1, 2}) {
@@ -73,7 +73,7 @@ TEST_CASE("every (dp, tp, pp) layout and schedule trains like one process", "[mp
         INFO("dp=" << dp << " tp=" << tp << " pp=" << pp << " schedule=" << name);
         const Config config = tiny_config(tp, pp, name, chunks);
         ParallelContext context(world, ParallelLayout::from_config(config.parallel, n));
-        GptTrainer trainer(testing::plan_for(config, context), context);
+        Trainer trainer(testing::plan_for(config, context), context);
         const Result got = train(trainer, config);
         double loss_diff = 0, norm_diff = 0;
         for (int s = 0; s < kSteps; ++s) {
@@ -84,8 +84,8 @@ TEST_CASE("every (dp, tp, pp) layout and schedule trains like one process", "[mp
         }
         double param_diff = 0;
         for (auto& chunk : trainer.chunks()) {
-          const auto specs = collect_shard_specs(*chunk);
-          for (const auto& item : chunk->named_parameters()) {
+          const auto specs = collect_shard_specs(chunk->module());
+          for (const auto& item : chunk->module().named_parameters()) {
             const torch::Tensor* full = expected_params.find(item.key());
             REQUIRE(full != nullptr);
             const auto spec = specs.find(item.key());

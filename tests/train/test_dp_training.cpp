@@ -20,10 +20,12 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "parallel/comm/mpi_communicator.h"
-#include "train/mlp_trainer.h"
+#include "train/batch_source.h"
+#include "train/lr_schedule.h"
+#include "train/trainer.h"
 
 using triax::Config;
-using triax::MlpTrainer;
+using triax::Trainer;
 using triax::ParallelContext;
 using triax::ParallelLayout;
 
@@ -50,9 +52,11 @@ bool have_data(const Config& config) {
   return std::filesystem::exists(config.data.dir + "/train-images-idx3-ubyte.gz");
 }
 
-std::vector<torch::Tensor> weights(MlpTrainer& trainer) {
+std::vector<torch::Tensor> weights(Trainer& trainer) {
   std::vector<torch::Tensor> result;
-  for (const auto& p : trainer.model()->parameters()) result.push_back(p.detach().clone());
+  for (const auto& p : trainer.chunks()[0]->module().parameters()) {
+    result.push_back(p.detach().clone());
+  }
   return result;
 }
 
@@ -72,9 +76,18 @@ struct Run {
 
 Run train_on(std::shared_ptr<triax::Communicator> comm, const Config& config) {
   ParallelContext context(comm, ParallelLayout::create(comm->size(), 1, 1));
-  MlpTrainer trainer(triax::plan_run(config, comm->size()), context);
-  const auto result = trainer.train();
-  return Run{weights(trainer), result.step_losses};
+  // The trainer and the batches `triax train` uses (train/training.cpp's loop, without its
+  // report): this rank's share of each global batch, one optimizer step each.
+  const triax::RunPlan plan = triax::plan_run(config, comm->size());
+  Trainer trainer(plan, context);
+  const auto batches = triax::make_batch_source(plan, context.dp_rank());
+  Run run;
+  for (int64_t step = 0; step < plan.data.total_steps; ++step) {
+    trainer.set_learning_rate(triax::learning_rate(config.train, step, plan.data.total_steps));
+    run.losses.push_back(trainer.step_local(batches->train_batch(step)));
+  }
+  run.weights = weights(trainer);
+  return run;
 }
 
 // The plain single-process loop a user would write, sharing nothing with the trainer but the

@@ -8,7 +8,7 @@
 #include "parallel/comm/mpi_communicator.h"
 #include "support/test_world.h"
 #include "support/tiny_gpt.h"
-#include "train/gpt_trainer.h"
+#include "train/trainer.h"
 #include "train/text_generator.h"
 
 using namespace triax;
@@ -24,14 +24,14 @@ struct Outcome {
 };
 
 Outcome train_then_evaluate(const Config& config, ParallelContext& context) {
-  GptTrainer trainer(testing::plan_for(config, context), context);
+  Trainer trainer(testing::plan_for(config, context), context);
   for (int step = 0; step < kSteps; ++step) trainer.step(testing::tiny_gpt_batch(step, config));
   torch::manual_seed(99);
   const torch::Tensor held_out = torch::randint(
       0, config.model.vocab, {config.train.global_batch, config.model.seq_len + 1}, torch::kLong);
   Outcome outcome;
   outcome.val_loss = trainer.evaluate_local(
-      DistributedSampler::local_rows(held_out, context.dp_rank(), context.dp_size()));
+      token_batch(DistributedSampler::local_rows(held_out, context.dp_rank(), context.dp_size())));
   outcome.text = generate_text(trainer, context, config);
   return outcome;
 }
@@ -74,10 +74,9 @@ TEST_CASE("evaluation changes nothing: the next step is the same", "[mpi][evalge
   const int n = world->size();
   const Config config = testing::tiny_gpt_config(n % 2 == 0 ? 2 : 1, n % 4 == 0 ? 2 : 1, "1f1b", 1);
   ParallelContext context(world, ParallelLayout::from_config(config.parallel, world->size()));
-  GptTrainer plain(testing::plan_for(config, context), context);
-  GptTrainer evaluated(testing::plan_for(config, context), context);
-  const torch::Tensor batch = testing::tiny_gpt_batch(0, config);
-  evaluated.evaluate_local(
-      DistributedSampler::local_rows(batch, context.dp_rank(), context.dp_size()));
+  Trainer plain(testing::plan_for(config, context), context);
+  Trainer evaluated(testing::plan_for(config, context), context);
+  const Batch batch = testing::tiny_gpt_batch(0, config);
+  evaluated.evaluate_local(testing::local_share(batch, context));
   CHECK(plain.step(batch) == evaluated.step(batch));
 }

@@ -11,7 +11,7 @@
 #include "parallel/comm/mpi_communicator.h"
 #include "support/test_world.h"
 #include "support/tiny_gpt.h"
-#include "train/gpt_trainer.h"
+#include "train/trainer.h"
 
 using namespace triax;
 
@@ -27,14 +27,14 @@ Run train(Config config, std::shared_ptr<Communicator> world, const std::string&
   config.train.recompute = choice_from<Recompute>(recompute);
   config.train.recompute_layers = layers;
   ParallelContext context(world, ParallelLayout::from_config(config.parallel, world->size()));
-  GptTrainer trainer(testing::plan_for(config, context), context);
+  Trainer trainer(testing::plan_for(config, context), context);
   Run run;
   for (int step = 0; step < 4; ++step) {
     run.losses.push_back(trainer.step(testing::tiny_gpt_batch(step, config)));
     run.norms.push_back(trainer.last_grad_norm());
   }
   for (auto& chunk : trainer.chunks()) {
-    for (const auto& p : chunk->parameters()) run.params.push_back(p.detach().clone());
+    for (const auto& p : chunk->module().parameters()) run.params.push_back(p.detach().clone());
   }
   return run;
 }

@@ -7,7 +7,7 @@
 
 #include "support/test_world.h"
 #include "support/tiny_gpt.h"
-#include "train/gpt_trainer.h"
+#include "train/trainer.h"
 
 using namespace triax;
 
@@ -20,7 +20,7 @@ struct Run {
 
 Run train(const Config& config, std::shared_ptr<Communicator> world) {
   ParallelContext context(world, ParallelLayout::from_config(config.parallel, world->size()));
-  GptTrainer trainer(testing::plan_for(config, context), context);
+  Trainer trainer(testing::plan_for(config, context), context);
   Run run;
   for (int step = 0; step < 8; ++step) {
     run.losses.push_back(trainer.step(testing::tiny_gpt_batch(step, config)));
@@ -28,9 +28,9 @@ Run train(const Config& config, std::shared_ptr<Communicator> world) {
   }
   // Evaluation runs whole sequences: it must agree too.
   run.losses.push_back(trainer.evaluate_local(
-      testing::tiny_gpt_batch(0, config).narrow(0, 0, trainer.plan().local_batch)));
+      testing::tiny_gpt_batch(0, config).slice(0, trainer.plan().local_batch)));
   for (auto& chunk : trainer.chunks()) {
-    for (const auto& p : chunk->parameters()) run.params.push_back(p.detach().clone());
+    for (const auto& p : chunk->module().parameters()) run.params.push_back(p.detach().clone());
   }
   return run;
 }

@@ -10,7 +10,7 @@
 #include "parallel/comm/mpi_communicator.h"
 #include "support/test_world.h"
 #include "support/tiny_gpt.h"
-#include "train/gpt_trainer.h"
+#include "train/trainer.h"
 
 using namespace triax;
 
@@ -23,7 +23,7 @@ struct Run {
   std::vector<double> losses, norms;
 };
 
-Run train(GptTrainer& trainer, const Config& config, int first, int steps) {
+Run train(Trainer& trainer, const Config& config, int first, int steps) {
   Run run;
   for (int step = first; step < first + steps; ++step) {
     run.losses.push_back(trainer.step(testing::tiny_gpt_batch(step, config)));
@@ -61,17 +61,17 @@ TEST_CASE("ZeRO-1 trains like the unsharded optimizer in every layout", "[mpi][z
         config.train.weight_decay = 0.1;
         config.train.global_batch = 16;  // micro-batch 2 at dp up to 8
         ParallelContext context(world, ParallelLayout::from_config(config.parallel, n));
-        GptTrainer plain(testing::plan_for(config, context), context);
+        Trainer plain(testing::plan_for(config, context), context);
         const Run expected = train(plain, config, 0, 8);
         config.optimizer.shard = true;
-        GptTrainer sharded(testing::plan_for(config, context), context);
+        Trainer sharded(testing::plan_for(config, context), context);
         const Run got = train(sharded, config, 0, 8);
         CHECK(max_rel_diff(got.losses, expected.losses) < kLossTol);
         CHECK(max_rel_diff(got.norms, expected.norms) < kLossTol);
         double param_diff = 0;
         for (size_t c = 0; c < plain.chunks().size(); ++c) {
-          const auto want = plain.chunks()[c]->parameters();
-          const auto have = sharded.chunks()[c]->parameters();
+          const auto want = plain.chunks()[c]->module().parameters();
+          const auto have = sharded.chunks()[c]->module().parameters();
           for (size_t k = 0; k < want.size(); ++k) {
             param_diff = std::max(param_diff, (have[k] - want[k]).abs().max().item<double>());
           }
@@ -96,16 +96,16 @@ TEST_CASE("a ZeRO-1 run resumes at another dp", "[mpi][zero]") {
   Config config = testing::tiny_gpt_config(1, 1, "1f1b", 1);
   config.train.global_batch = 8 * n;  // micro-batch 2 divides it at every dp
   // The uninterrupted run: one process, unsharded, 6 steps.
-  GptTrainer reference(testing::plan_for(config, single), single);
+  Trainer reference(testing::plan_for(config, single), single);
   const Run expected = train(reference, config, 0, 6);
 
   config.optimizer.shard = true;
   // 3 steps in `from`, the checkpoint contents loaded into a fresh trainer in `to`, 3 more.
   const auto resume_across = [&](ParallelContext& from, ParallelContext& to) {
-    GptTrainer first(testing::plan_for(config, from), from);
+    Trainer first(testing::plan_for(config, from), from);
     const Run before = train(first, config, 0, 3);
     const auto saved = as_map(first.checkpoint_contents());  // collective over dp
-    GptTrainer second(testing::plan_for(config, to), to);
+    Trainer second(testing::plan_for(config, to), to);
     second.load_state_tensors(saved);
     const Run after = train(second, config, 3, 3);
     std::vector<double> losses = before.losses;

@@ -1,6 +1,6 @@
 // Benchmark (not a test): the data-parallel gradient all-reduce across nodes, flat against
 // node-aware (ddp.hierarchical), measured and predicted by the alpha-beta model, and the
-// trainer's own step (GptTrainer::step) with each. Run by tools/bench/multinode.sh on namespace
+// trainer's own step (Trainer::step) with each. Run by tools/bench/multinode.sh on namespace
 // nodes; on a real cluster:
 //   mpirun -hosts a:2,b:2 build/triax_bench_allreduce [CONFIG.yaml] [--set K=V ...] [--reps R]
 //   (or under torchrun: the tcp backend, Gloo)
@@ -25,7 +25,8 @@
 #include "core/launch_env.h"
 #include "parallel/comm/hierarchical_communicator.h"
 #include "parallel/comm/world.h"
-#include "train/gpt_trainer.h"
+#include "models/gpt_spec.h"
+#include "train/trainer.h"
 
 using namespace triax;
 
@@ -170,15 +171,15 @@ int main(int argc, char** argv) {
   Config flat_config = config, hier_config = config;
   flat_config.ddp.hierarchical = Hierarchical::kFalse;
   hier_config.ddp.hierarchical = Hierarchical::kTrue;
-  GptTrainer flat_trainer(plan_run(flat_config, world->size(), DataCheck::kSkip), context);
-  GptTrainer hier_trainer(plan_run(hier_config, world->size(), DataCheck::kSkip), hier_context);
+  Trainer flat_trainer(plan_run(flat_config, world->size(), DataCheck::kSkip), context);
+  Trainer hier_trainer(plan_run(hier_config, world->size(), DataCheck::kSkip), hier_context);
   Communicator& flat = context.dp_gradients();
   Communicator& hier = hier_context.dp_gradients();
   std::vector<int> node_of_rank;
   for (int r = 0; r < world->size(); ++r) node_of_rank.push_back(nodes.node_of(r));
   HierarchicalCommunicator leader(*world, node_of_rank, HierarchicalCommunicator::Scheme::kLeader);
   int64_t numel = 0;
-  for (const auto& p : flat_trainer.chunks()[0]->parameters()) numel += p.numel();
+  for (const auto& p : flat_trainer.chunks()[0]->module().parameters()) numel += p.numel();
   const double n = static_cast<double>(numel) * 4;
 
   // Links: rank 0 with its node's second rank, and with the first rank of the next node.
@@ -208,12 +209,13 @@ int main(int argc, char** argv) {
   // The trainer's step with each, alternating; compute = step minus exposed DDP wait.
   const auto batch = [&](int step) {
     torch::manual_seed(step);
-    return torch::randint(0, config.model.vocab,
-                          {config.train.global_batch, config.model.seq_len + 1}, torch::kLong);
+    return token_batch(torch::randint(0, config.model.vocab,
+                                      {config.train.global_batch, config.model.seq_len + 1},
+                                      torch::kLong));
   };
   std::vector<double> flat_steps, hier_steps, compute;
   for (int s = 0; s < reps + 2; ++s) {
-    for (GptTrainer* trainer : {&flat_trainer, &hier_trainer}) {
+    for (Trainer* trainer : {&flat_trainer, &hier_trainer}) {
       world->barrier();
       const auto start = Clock::now();
       trainer->step(batch(s));
@@ -248,7 +250,7 @@ int main(int argc, char** argv) {
       "hierarchical speed-up: measured %.2fx, predicted %.2fx (goal >= 1.5x when the "
       "inter-node link is >= 10x slower)\n",
       flat_ar / hier_ar, model.flat / model.hier);
-  std::printf("training step (GptTrainer::step, global batch %lld x %lld tokens):\n",
+  std::printf("training step (Trainer::step, global batch %lld x %lld tokens):\n",
               static_cast<long long>(config.train.global_batch),
               static_cast<long long>(config.model.seq_len));
   const auto step_row = [&](const char* name, double measured, double predicted_ar) {

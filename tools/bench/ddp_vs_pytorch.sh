@@ -2,7 +2,7 @@
 # Benchmark (not a test): triax's training step against PyTorch's on the same GPT (4 layers,
 # hidden 128, 4 heads, seq 64, vocab 256, batch 8 per process, AdamW, random tokens), one run,
 # every configuration once per round, rounds interleaved (this machine is noisy), medians
-# reported. triax runs are build/triax_bench_step --brief: GptTrainer::step, the step
+# reported. triax runs are build/triax_bench_step --brief: Trainer::step, the step
 # `triax train` runs. PyTorch runs are tools/bench/pytorch_ddp.py (plain process, or DDP over gloo
 # under torchrun). "Two copies at once" runs two independent 1-process trainings side by side:
 # the most two processes can do on this machine (cores, caches and memory bandwidth shared), the

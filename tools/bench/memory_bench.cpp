@@ -8,19 +8,7 @@
 // trainer added beyond them (DDP's buckets, and with optimizer.shard its slices); optimizer state
 // = what the first step left behind (with optimizer.shard: the trainer's count of its moments);
 // activations = the peak of live tensors during the next step above its start.
-// Theory (fp32, dropout 0, per rank; a = heads, t = tp, b = micro-batch):
-//   parameters 4 bytes each, gradients 4, AdamW 8 (two moments): 16 bytes per parameter;
-//   activations per block, Korthikanti et al. 2022's sbh(34 + 5as/h) (16-bit, with dropout masks)
-//   rewritten for what this implementation keeps in fp32 without dropout: sbh(16 + 48/t) +
-//   4as^2b/t bytes (LayerNorm inputs and the replicated inputs of the column-parallel layers 16;
-//   q, k, v 12/t, attention output 4/t, GELU input and output 32/t; softmax output 4as^2b/t),
-//   plus the embedding output, the final norm and the logits with their softmax: 12sbh + 8sbV/t;
-//   a pipeline stage before the last keeps its output and the gradient it receives: 8sbh.
-//   Sequence parallelism (parallel.sequence) divides every sbh term above by t as well: the
-//   column-parallel layers keep their input's local part and gather it again in backward.
-//   selective recompute drops each block's s^2 term but one; full recompute keeps each block's
-//   input (4sbh), and one block's worth plus the gradient arriving at it (4sbh) during its
-//   recomputation.
+// Theory: the model spec's memory formula (models/gpt_memory.h).
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -29,7 +17,9 @@
 #include "core/tensor_memory.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/comm/mpi_runtime.h"
-#include "train/gpt_trainer.h"
+#include "models/model_spec.h"
+#include "models/gpt_spec.h"
+#include "train/trainer.h"
 
 using namespace triax;
 
@@ -48,48 +38,6 @@ Config scaled_up_gpt() {
   c.train.lr = 1e-4;
   c.train.threads = 1;
   return c;
-}
-
-struct Theory {
-  double params = 0, activations = 0;
-};
-
-// This rank's parameters and peak activations by the formulas above.
-Theory theory(const Config& c, int tp, int layers_here, bool first_stage, bool last_stage) {
-  const double h = static_cast<double>(c.model.hidden);
-  const double s = static_cast<double>(c.model.seq_len);
-  const double b = static_cast<double>(c.train.micro_batch);
-  const double a = static_cast<double>(c.model.heads);
-  const double t = tp;
-  const double v_padded = static_cast<double>((c.model.vocab + tp - 1) / tp * tp);
-  Theory th;
-  // A block: qkv 3h^2/t + 3h/t, proj h^2/t + h, fc 4h^2/t + 4h/t, fc_out 4h^2/t + h, 2 norms 4h.
-  const double block = 12 * h * h / t + 7 * h / t + 6 * h;
-  th.params = layers_here * block;
-  const bool has_embedding = first_stage || (last_stage && c.model.tie_embeddings);
-  if (has_embedding) th.params += v_padded / t * h;
-  if (first_stage) th.params += s * h;  // positions
-  if (last_stage) th.params += 2 * h;   // final norm
-  th.params *= 4;
-
-  // Sequence parallelism splits what tensor parallelism leaves replicated by tp as well.
-  const double r = c.parallel.sequence && tp > 1 ? 1.0 / t : 1.0;
-  const double sbh = s * b * h;
-  const double s2 = 4 * a * s * s * b / t;  // softmax output of one block
-  const double full_block = sbh * (16 * r + 48 / t) + s2;
-  // A stage before the last also holds its output and the gradient received for it.
-  const double outside = (first_stage ? 4 * sbh * r : 0) +
-                         (last_stage ? 8 * sbh * r + 8 * s * b * v_padded / t : 8 * sbh * r);
-  const Recompute mode = c.train.recompute;
-  const double stored = mode == Recompute::kFull ? (layers_here + 1) * 4 * sbh * r + full_block
-                        : mode == Recompute::kSelective ? layers_here * (full_block - s2) + s2
-                                                        : layers_here * full_block;
-  // A recomputed block's backward under sequence parallelism also holds, for a moment, its
-  // gathered input, the whole-sequence input gradient and that gradient's copy for the
-  // reduce-scatter (3 x 4sbh); with everything else split, that transient is the peak's edge.
-  const double gather_transient = mode == Recompute::kFull && r < 1 ? 12 * sbh : 0;
-  th.activations = stored + outside + gather_transient;
-  return th;
 }
 
 }  // namespace
@@ -111,24 +59,29 @@ int main(int argc, char** argv) {
   ParallelContext context(world, plan.layout);
   const auto batch = [&](int step) {
     torch::manual_seed(step);
-    return torch::randint(0, config.model.vocab,
-                          {config.train.global_batch, config.model.seq_len + 1}, torch::kLong);
+    return token_batch(torch::randint(0, config.model.vocab,
+                                      {config.train.global_batch, config.model.seq_len + 1},
+                                      torch::kLong));
   };
 
   const int64_t at_start = TensorMemory::live();
-  GptTrainer trainer(plan, context);
+  Trainer trainer(plan, context);
   double params = 0;
   int layers_here = 0;
   bool first = false, last = false;
-  for (auto& chunk : trainer.chunks()) {
-    for (const auto& p : chunk->parameters()) params += static_cast<double>(p.nbytes());
-    layers_here += static_cast<int>(chunk->options().last_layer - chunk->options().first_layer);
-    first = first || chunk->options().has_embedding;
-    last = last || chunk->options().has_head;
+  for (size_t c = 0; c < trainer.chunks().size(); ++c) {
+    for (const auto& p : trainer.chunks()[c]->module().parameters()) {
+      params += static_cast<double>(p.nbytes());
+    }
+    const int stage = plan.schedule.stage_of(context.pp_rank(), static_cast<int>(c));
+    const auto [first_layer, last_layer] = plan.stage_layers[static_cast<size_t>(stage)];
+    layers_here += static_cast<int>(last_layer - first_layer);
+    first = first || stage == 0;
+    last = last || stage + 1 == static_cast<int>(plan.stage_layers.size());
   }
   const int64_t built = TensorMemory::live();
   // A forward first, so caches (the causal masks) are not counted as optimizer state.
-  trainer.evaluate_local(batch(0).narrow(0, 0, config.train.global_batch / dp));
+  trainer.evaluate_local(batch(0).slice(0, config.train.global_batch / dp));
   const int64_t ready = TensorMemory::live();
   trainer.step(batch(1));
   const int64_t after_first = TensorMemory::live();
@@ -136,7 +89,8 @@ int main(int argc, char** argv) {
   trainer.step(batch(2));
   const double activations = static_cast<double>(TensorMemory::peak() - after_first);
 
-  const Theory th = theory(config, context.tp_size(), layers_here, first, last);
+  const StageMemory th = model_spec(config.model.arch)
+                              .memory(config, context.tp_size(), layers_here, first, last);
   // Without sharding: what building the trainer added beyond the parameters (DDP's buckets) and
   // what the first step left behind (AdamW's moments). With it the moments exist from the start,
   // so the trainer's own count of them is taken and set apart.
@@ -146,11 +100,11 @@ int main(int argc, char** argv) {
   const double grads = static_cast<double>(built - at_start) - params - (shard ? optimizer : 0);
   // ZeRO-1: the moments of this rank's slices (8/dp bytes per parameter), and DDP also holds the
   // averaged gradient slice next to its buckets (4/dp).
-  const double grads_theory = th.params * (shard ? 1.0 + 1.0 / dp : 1.0);
-  const double optimizer_theory = 2 * th.params / (shard ? dp : 1);
+  const double grads_theory = th.parameter_bytes * (shard ? 1.0 + 1.0 / dp : 1.0);
+  const double optimizer_theory = 2 * th.parameter_bytes / (shard ? dp : 1);
   // Rows: this rank's measured figures and the theory, gathered to rank 0 in rank order.
-  torch::Tensor mine = torch::tensor({params, th.params, grads, grads_theory, optimizer,
-                                      optimizer_theory, activations, th.activations},
+  torch::Tensor mine = torch::tensor({params, th.parameter_bytes, grads, grads_theory, optimizer,
+                                      optimizer_theory, activations, th.activation_bytes},
                                      torch::kDouble);
   const torch::Tensor all = world->all_gather(mine.unsqueeze(0));
   if (world->rank() == 0) {

@@ -1,11 +1,11 @@
 // Benchmark (not a test): where one training step's time goes, phase by phase and op by op, on
-// the trainer's own step (GptTrainer::step, what `triax train` runs):
+// the trainer's own step (Trainer::step, what `triax train` runs):
 //   mpirun -np N build/triax_bench_step [CONFIG.yaml] [--set KEY=VALUE ...] [--steps S] [--brief]
 // Without a config: the GPT of the PyTorch comparison (4 layers, hidden 128, 4 heads, sequence
 // 64, vocabulary 256, micro-batch 8 per dp rank, AdamW, no dropout), dp = N; its Python twin is
 // tools/bench/pytorch_step.py, which prints the same table for PyTorch. Threads per rank:
 // train.threads, else 1. Prints, for rank 0 and the slowest rank, the median of each phase over
-// S timed steps (forward, backward, DDP wait, clip, optimizer, loss sync; train/gpt_trainer.h),
+// S timed steps (forward, backward, DDP wait, clip, optimizer, loss sync; train/trainer.h),
 // then the per-op self times of 3 further steps under LibTorch's profiler (core/op_profile.h).
 // --brief: one line (tokens/s, step time, exposed DDP communication), for scripts that compare
 // runs (tools/bench/ddp_vs_pytorch.sh).
@@ -19,7 +19,8 @@
 #include "core/op_profile.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/comm/mpi_runtime.h"
-#include "train/gpt_trainer.h"
+#include "models/gpt_spec.h"
+#include "train/trainer.h"
 
 using namespace triax;
 
@@ -77,11 +78,12 @@ int main(int argc, char** argv) {
   torch::set_num_threads(static_cast<int>(config.train.threads > 0 ? config.train.threads : 1));
   const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
   ParallelContext context(world, plan.layout);
-  GptTrainer trainer(plan, context);
+  Trainer trainer(plan, context);
   const auto batch = [&](int step) {
     torch::manual_seed(step);
-    return torch::randint(0, config.model.vocab,
-                          {config.train.global_batch, config.model.seq_len + 1}, torch::kLong);
+    return token_batch(torch::randint(0, config.model.vocab,
+                                      {config.train.global_batch, config.model.seq_len + 1},
+                                      torch::kLong));
   };
   for (int s = 0; s < 3; ++s) trainer.step(batch(s));  // warm-up
   std::vector<std::vector<double>> phases(7);

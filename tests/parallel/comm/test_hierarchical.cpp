@@ -12,7 +12,7 @@
 #include "parallel/comm/hierarchical_communicator.h"
 #include "support/test_world.h"
 #include "support/tiny_gpt.h"
-#include "train/gpt_trainer.h"
+#include "train/trainer.h"
 
 using namespace triax;
 using Catch::Matchers::Contains;
@@ -170,7 +170,7 @@ TEST_CASE("GPT training with the hierarchical all-reduce matches the flat one", 
     ParallelContext flat_context(world, layout, node, Hierarchical::kFalse);
     std::vector<double> flat_losses, hier_losses;
     config.ddp.hierarchical = Hierarchical::kFalse;
-    GptTrainer flat(testing::plan_for(config, flat_context), flat_context);
+    Trainer flat(testing::plan_for(config, flat_context), flat_context);
     for (int step = 0; step < 6; ++step) {
       flat_losses.push_back(flat.step(testing::tiny_gpt_batch(step, config)));
     }
@@ -178,7 +178,7 @@ TEST_CASE("GPT training with the hierarchical all-reduce matches the flat one", 
       INFO("ddp.hierarchical: " << mode);
       config.ddp.hierarchical = mode;
       ParallelContext context(world, layout, node, mode);
-      GptTrainer hier(testing::plan_for(config, context), context);
+      Trainer hier(testing::plan_for(config, context), context);
       CHECK_THAT(context.dp_choice(), Contains(mode == Hierarchical::kAuto ? "reduce-scatter in node"
                                                                            : "among node leaders"));
       hier_losses.clear();
@@ -189,8 +189,8 @@ TEST_CASE("GPT training with the hierarchical all-reduce matches the flat one", 
         CHECK(std::abs(hier_losses[k] - flat_losses[k]) / flat_losses[k] < 1e-5);
       }
       double param_diff = 0;
-      const auto want = flat.chunks()[0]->parameters();
-      const auto have = hier.chunks()[0]->parameters();
+      const auto want = flat.chunks()[0]->module().parameters();
+      const auto have = hier.chunks()[0]->module().parameters();
       for (size_t k = 0; k < want.size(); ++k) {
         param_diff = std::max(param_diff, (have[k] - want[k]).abs().max().item<double>());
       }

@@ -14,10 +14,13 @@
 
 #include <string>
 
+#include "core/run_paths.h"
+
 namespace triax {
 
-/// Starts the watcher of this rank (`flight_dir`: where died.txt goes; "" = no watcher).
-void start_death_watch(int rank, const std::string& flight_dir);
+/// Starts the watcher of this rank (its marks and died.txt go where `paths` says; none without
+/// a run.dir).
+void start_death_watch(int rank, const RunPaths& paths);
 /// This rank is ending on purpose (finished, or reported its own error).
 void death_watch_done();
 

@@ -1,4 +1,4 @@
-#include "train/output_check.h"
+#include "job/output_check.h"
 
 #include <unistd.h>
 

@@ -1,8 +1,8 @@
-// Threads per rank from the launcher (train/thread_choice.h): each rule in its order, and the
+// Threads per rank from the launcher (job/thread_choice.h): each rule in its order, and the
 // oversubscription warning.
 #include <catch2/catch.hpp>
 
-#include "train/thread_choice.h"
+#include "job/thread_choice.h"
 
 using Catch::Contains;
 using namespace triax;

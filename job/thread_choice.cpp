@@ -1,4 +1,4 @@
-#include "train/thread_choice.h"
+#include "job/thread_choice.h"
 
 #include <sched.h>
 

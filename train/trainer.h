@@ -1,30 +1,31 @@
-// defines: triax::GptTrainer
+// defines: triax::Trainer, triax::StepPhases, triax::EvalSum
 //
-// One optimizer step of the GPT with all three axes composed, on one rank:
+// One optimizer step of any model family (models/model_spec.h) with all three axes composed, on
+// one rank:
 //   this dp rank's share of the global batch -> micro-batches -> the pipeline schedule over this
-//   rank's chunks (each tp-sharded) -> per-chunk bucketed DDP over the dp group, syncing during
-//   each chunk's last backward -> tied-embedding gradient sum over the embedding group ->
-//   global-norm clipping over the model-parallel group -> optimizer step.
+//   rank's chunks (each tp-sharded; the spec builds them) -> per-chunk bucketed DDP over the dp
+//   group, syncing during each chunk's last backward -> finalize_model_grads (dp sync, sequence-
+//   parallel and tied-weight sums, in that order: train/finalize_grads.h) -> the run's Optimizer
+//   (global-norm clipping and the update: train/optim/optimizer.h).
 // The loss returned is the mean over the global batch, the same on every rank. Everything comes
-// from the run's plan (train/run_plan.h): the batch plan, the schedule and the stage split.
+// from the run's plan (train/run_plan.h): the batch plan, the schedule, the stage split and the
+// activation shapes.
 #pragma once
 
-#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
-#include "core/config.h"
-#include "models/gpt.h"
+#include "models/model_spec.h"
 #include "parallel/dp/gradient_sync.h"
 #include "parallel/parallel_context.h"
 #include "schedules/pipeline_executor.h"
 #include "train/batch_plan.h"
-#include "train/run_plan.h"
 #include "train/finalize_grads.h"
 #include "train/optim/optimizer.h"
+#include "train/run_plan.h"
 
 namespace triax {
 
@@ -32,7 +33,7 @@ namespace triax {
 /// clock reads per micro-batch). forward includes the loss; backward is the rest of the pipeline
 /// schedule (backwards, gradient hooks, waits on pipeline neighbours); ddp_wait is the
 /// data-parallel communication not hidden behind backward; clip covers the other gradient
-/// fix-ups of finalize_model_grads (sequence-parallel and tied-embedding sums); optimizer the
+/// fix-ups of finalize_model_grads (sequence-parallel and tied-weight sums); optimizer the
 /// Optimizer's step (global norm, clipping, update; ZeRO-1's all-gather); loss_sync the loss's
 /// all-reduce over dp.
 struct StepPhases {
@@ -48,34 +49,42 @@ struct StepPhases {
   double backward_end = 0;
 };
 
-class GptTrainer {
+/// An evaluation's running sum on one rank: the metric times the samples it covers, and those
+/// samples (the mean over ranks and batches is sum / samples).
+struct EvalSum {
+  double sum = 0;
+  double samples = 0;
+};
+
+class Trainer {
  public:
   /// Builds this rank's chunks (same weights as one process), broadcasts them over dp.
-  GptTrainer(const RunPlan& plan, ParallelContext& context);
+  Trainer(const RunPlan& plan, ParallelContext& context);
 
-  /// One step on `tokens` [global_batch, seq_len + 1] (identical on every rank: inputs are
-  /// tokens[:, :-1], targets tokens[:, 1:]). Returns the global mean loss.
-  double step(const torch::Tensor& tokens);
-  /// The same from this dp rank's share only: [global_batch / dp, seq_len + 1], the rank's
-  /// rows of the global batch (what the distributed sampler gives it: DistributedSampler::
-  /// local_rows of the whole batch).
-  double step_local(const torch::Tensor& local_tokens);
-  /// Mean loss over the global batch whose share is `local_tokens` (as step_local), forward
-  /// only, without dropout, changing nothing.
-  double evaluate_local(const torch::Tensor& local_tokens);
+  /// One step on the global batch (identical on every rank; this rank takes its rows, as the
+  /// distributed sampler deals them). Returns the global mean loss.
+  double step(const Batch& global);
+  /// The same from this dp rank's share only: [global_batch / dp] rows.
+  double step_local(const Batch& local);
+  /// This rank's metric over `local`, cut into `microbatches` equal micro-batches, forward only,
+  /// without dropout, changing nothing; no communication beyond the pipeline's.
+  EvalSum evaluate_rows(const Batch& local, int microbatches);
+  /// The metric's mean over the global batch whose share is `local` (as step_local; a
+  /// collective over dp).
+  double evaluate_local(const Batch& local);
   /// The learning rate of the following steps (the LR schedule's value).
-  void set_learning_rate(double lr);
+  void set_learning_rate(double lr) { optimizer_->set_learning_rate(lr); }
   /// Record each pipeline action's timing in the following steps (schedule.trace).
   void set_tracing(bool on) { executor_->set_tracing(on); }
   const std::vector<TraceEvent>& trace() const { return executor_->trace(); }
 
   double last_grad_norm() const { return grad_norm_; }
-  double last_exposed_comm_seconds() const { return phases_.ddp_wait; }
   const StepPhases& last_phases() const { return phases_; }
-  std::vector<Gpt>& chunks() { return chunks_; }
+  std::vector<std::unique_ptr<ModelChunk>>& chunks() { return chunks_; }
+  const ModelSpec& spec() const { return spec_; }
   const Schedule& schedule() const { return schedule_; }
   const BatchPlan& plan() const { return plan_; }
-  /// This rank's parameters, optimizer state and dropout stream positions, by checkpoint name
+  /// This rank's parameters, optimizer state and random-stream positions, by checkpoint name
   /// (checkpoint/state_name.h), with its chunks' parameter table. Call on every rank: with a
   /// sharded optimizer it gathers the state over dp.
   CheckpointContents checkpoint_contents();
@@ -87,21 +96,25 @@ class GptTrainer {
   int64_t model_parameters() const { return model_parameters_; }
 
  private:
-  /// The executor's forward and loss over this rank's share `local` (checked).
-  StageFunctions stage_functions(const torch::Tensor& local);
+  /// The executor's forward and loss over micro-batches of `local` (checked).
+  StageFunctions stage_functions(const Batch& local, int microbatches, bool evaluating);
+  const Schedule& eval_schedule(int microbatches);
+  /// The metric's mean over this rank's micro-batches of `local` (forward only).
+  double evaluate_mean(const Batch& local, int microbatches);
 
+  const ModelSpec& spec_;
   Config config_;
   ParallelContext& context_;
   BatchPlan plan_;
   Schedule schedule_;
-  std::vector<Gpt> chunks_;
+  std::vector<std::unique_ptr<ModelChunk>> chunks_;
   std::vector<std::unique_ptr<GradientSync>> ddp_;
   ModelGrads grads_;  ///< what finalize_model_grads acts on
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<PipelineExecutor> executor_;
-  std::unique_ptr<PipelineExecutor> eval_executor_;  ///< sequence parallelism: whole sequences
+  std::unique_ptr<PipelineExecutor> eval_executor_;  ///< when evaluation's activations differ
   std::vector<OptimizedParam> params_;
-  Schedule eval_schedule_;
+  std::map<int, Schedule> eval_schedules_;  ///< forward-only, by micro-batch count
   int64_t model_parameters_ = 0;
   double grad_norm_ = 0;
   StepPhases phases_;

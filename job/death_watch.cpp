@@ -1,4 +1,4 @@
-#include "core/death_watch.h"
+#include "job/death_watch.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -17,33 +17,36 @@ int g_pipe = -1;
 // watchers — a whole node lost — and are named first.
 // It ignores the signals a launcher forwards to the job's processes (Slurm signals every process
 // of a step, not only the ranks): only the pipe decides.
+// Arguments: $1 the marks folder (RunPaths::ended_dir; rank_R and done_R are its marks), $2 the
+// rank, $3 its pid, $4 died.txt, $5 the rank table (job/rank_table.h: "RANK HOST PID" lines).
 const char* kScript = R"sh(
 trap '' TERM USR1 USR2 INT HUP
 b=$(head -c1)
-mkdir -p "$1/ended"
-[ "$b" = d ] && { : > "$1/ended/done_$2"; exit 0; }
+mkdir -p "$1"
+[ "$b" = d ] && { : > "$1/done_$2"; exit 0; }
 t=$(date +%s.%N)
-echo "$t" > "$1/ended/rank_$2"
+echo "$t" > "$1/rank_$2"
 sleep 2
-first=$(for f in "$1"/ended/rank_*; do echo "$(cat "$f") ${f##*_}"; done | sort -n | head -1)
+first=$(for f in "$1"/rank_*; do echo "$(cat "$f") ${f##*_}"; done | sort -n | head -1)
 [ "${first#* }" = "$2" ] || exit 0
 lost=
-if [ -f "$1/../ranks.txt" ]; then
+if [ -f "$5" ]; then
   while read -r r h p; do
-    [ -e "$1/ended/rank_$r" ] || [ -e "$1/ended/done_$r" ] || lost="$lost, rank $r on $h"
-  done < "$1/../ranks.txt"
+    [ -e "$1/rank_$r" ] || [ -e "$1/done_$r" ] || lost="$lost, rank $r on $h"
+  done < "$5"
 fi
 if [ -n "$lost" ]; then
-  echo "lost without a trace (every process of theirs ended at once, watchers included: a node that died?): ${lost#, }; then rank $2 (pid $3 on $(hostname)) ended first of the others, at $t (Unix time), as the launcher ended them" > "$1/died.txt"
+  echo "lost without a trace (every process of theirs ended at once, watchers included: a node that died?): ${lost#, }; then rank $2 (pid $3 on $(hostname)) ended first of the others, at $t (Unix time), as the launcher ended them" > "$4"
 else
-  echo "rank $2 (pid $3 on $(hostname)) ended first, without a word, at $t (Unix time); the launcher ended the other ranks after it" > "$1/died.txt"
+  echo "rank $2 (pid $3 on $(hostname)) ended first, without a word, at $t (Unix time); the launcher ended the other ranks after it" > "$4"
 fi
 )sh";
 
 }  // namespace
 
-void start_death_watch(int rank, const std::string& flight_dir) {
-  if (flight_dir.empty() || g_pipe >= 0) return;
+void start_death_watch(int rank, const RunPaths& paths) {
+  if (!paths.enabled() || g_pipe >= 0) return;
+  const std::string ended = paths.ended_dir(), died = paths.died(), table = paths.rank_table();
   int fds[2];
   if (::pipe(fds) != 0) return;  // best effort: the watcher is a diagnostic
   const std::string rank_text = std::to_string(rank);
@@ -62,8 +65,8 @@ void start_death_watch(int rank, const std::string& flight_dir) {
     ::dup2(null, 1);
     ::dup2(null, 2);
     for (int fd = 3; fd < 1024; ++fd) ::close(fd);  // nothing of the job (PMI socket, pipes)
-    ::execl("/bin/sh", "sh", "-c", kScript, "triax-death-watch", flight_dir.c_str(),
-            rank_text.c_str(), pid_text.c_str(), static_cast<char*>(nullptr));
+    ::execl("/bin/sh", "sh", "-c", kScript, "triax-death-watch", ended.c_str(), rank_text.c_str(),
+            pid_text.c_str(), died.c_str(), table.c_str(), static_cast<char*>(nullptr));
     ::_exit(0);
   }
   ::close(fds[0]);

@@ -1,5 +1,6 @@
-#include "train/gpt_training.h"
+#include "train/training.h"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -10,14 +11,13 @@
 #include "core/fault_point.h"
 #include "core/flight_recorder.h"
 #include "core/log.h"
-#include "data/local_batches.h"
-#include "models/gpt_flops.h"
+#include "core/run_paths.h"
+#include "job/output_check.h"
+#include "job/stop_signal.h"
 #include "schedules/pipeline_trace.h"
 #include "train/lr_schedule.h"
 #include "train/matmul_peak.h"
 #include "train/metrics_file.h"
-#include "train/output_check.h"
-#include "train/stop_signal.h"
 #include "train/text_generator.h"
 
 namespace triax {
@@ -37,34 +37,31 @@ std::string fixed(double value, int digits) {
 
 }  // namespace
 
-GptTraining::GptTraining(const RunPlan& plan, ParallelContext& context,
+Training::Training(const RunPlan& plan, ParallelContext& context,
                          Clock::time_point process_start, bool node_leader)
     : plan_(plan), context_(context), process_start_(process_start), node_leader_(node_leader) {
-  TRIAX_CHECK(plan.model == ModelKind::kGpt && plan.has_data,
-              "GptTraining needs a GPT plan "
-              "with its data open");
+  TRIAX_CHECK(plan.has_data, "Training needs a plan with its data open");
 }
 
-GptTrainingResult GptTraining::run() {
-  GptTrainer trainer(plan_, context_);
+TrainingResult Training::run() {
+  Trainer trainer(plan_, context_);
   const int64_t start = load_checkpoint(trainer);
   const int64_t total = plan_.data.total_steps;
   if (start >= total) {  // a requeued job that had already finished, or fewer steps configured
     log::info(str("nothing to train: the checkpoint is at step ", start, " and the run has ", total,
                   " steps (raise train.steps or train.epochs to continue)"));
-    GptTrainingResult done;
+    TrainingResult done;
     done.steps = start;
     return done;
   }
   StepReport report = start_report(trainer, start);
   const TrainConfig& train = plan_.config.train;
-  LocalBatches batches(plan_.corpus->train, plan_.batch.global_batch, context_.dp_size(),
-                       context_.dp_rank(), train.shuffle, train.seed);
+  const std::unique_ptr<BatchSource> batches = make_batch_source(plan_, context_.dp_rank());
   const SavePolicy policy(plan_.config);
   for (int64_t step = start; step < total; ++step) {
     flight::set_step(step + 1);
     inject_step_fault();  // tests only (Note [Fault injection])
-    const torch::Tensor local = batches.local(step);
+    const Batch local = batches->train_batch(step);
     StepOutcome outcome;
     outcome.step = step + 1;
     outcome.lr = learning_rate(train, step, total);
@@ -75,7 +72,11 @@ GptTrainingResult GptTraining::run() {
     outcome.seconds = seconds_since(begin);
     outcome.grad_norm = trainer.last_grad_norm();
     if (tracing(outcome.step)) write_trace(trainer, outcome.step);  // gathers over pp
-    if (evaluating(outcome.step)) outcome.val_loss = evaluate(trainer);
+    if (evaluating(outcome.step)) {
+      const Evaluation metric = evaluate(trainer, *batches);
+      outcome.metric = metric.mean;
+      outcome.metric_samples = metric.samples;
+    }
     const bool logging = report.should_log(outcome.step);
     report.record(outcome,
                   logging ? gather_peak_memory_mib(context_.world()) : std::vector<double>{});
@@ -83,12 +84,12 @@ GptTrainingResult GptTraining::run() {
     if (policy.due(outcome.step, outcome.step == total, signal != 0)) save(trainer, outcome.step);
     if (signal != 0) return report.stopped(outcome.step, signal);
   }
-  GptTrainingResult result = report.finish();
-  result.sample = write_sample(trainer);
+  TrainingResult result = report.finish();
+  if (trainer.spec().generates_text) result.sample = write_sample(trainer);
   return result;
 }
 
-int64_t GptTraining::load_checkpoint(GptTrainer& trainer) {
+int64_t Training::load_checkpoint(Trainer& trainer) {
   if (!resume_) return 0;
   const Clock::time_point start = Clock::now();
   trainer.load_state_tensors(
@@ -104,32 +105,36 @@ int64_t GptTraining::load_checkpoint(GptTrainer& trainer) {
   return resume_->step;
 }
 
-StepReport GptTraining::start_report(GptTrainer& trainer, int64_t start_step) {
+StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
   const double peak = peak_flops();
-  const double flops_per_token = gpt_flops_per_token(plan_.config.model);
+  const ModelSpec& spec = trainer.spec();
+  const double flops_per_unit = spec.flops_per_unit(plan_.config.model);
+  const std::string unit = std::string(spec.unit).substr(0, std::string(spec.unit).size() - 1);
   const DataPlan& data = plan_.data;
   const Schedule& schedule = trainer.schedule();
-  log::info(str("GPT: ", trainer.model_parameters(), " parameters, ",
-                fixed(flops_per_token / 1e6, 2), " MFLOP per token (6N + attention); ",
-                plan_.batch.describe(), "; schedule ", schedule.name, " (", schedule.microbatches,
-                " micro-batches, ", schedule.chunks, " chunk(s) per rank)"));
-  log::info(str("data: ", data.train_samples, " training sequences of ", plan_.config.model.seq_len,
-                " tokens (", data.steps_per_epoch, " steps per epoch), ", data.val_samples,
-                " held-out (", data.eval_batches, " batches per evaluation); ", data.total_steps,
-                " steps; MFU against a peak of ", fixed(peak / 1e12, 3), " TFLOP/s (",
+  log::info(str(spec.name, ": ", trainer.model_parameters(), " parameters, ",
+                fixed(flops_per_unit / 1e6, 2), " MFLOP per ", unit, " (", spec.flops_rule, "); ",
+                plan_.batch.describe(),
+                "; schedule ", schedule.name, " (", schedule.microbatches, " micro-batches, ",
+                schedule.chunks, " chunk(s) per rank)"));
+  log::info(str("data: ", data.train_samples, " training samples of ",
+                spec.units_per_sample(plan_.config.model), " ", spec.unit, " (",
+                data.steps_per_epoch, " steps per epoch), ", data.val_samples, " for ",
+                spec.metric_name, "; ", data.total_steps, " steps; MFU against a peak of ",
+                fixed(peak / 1e12, 3), " TFLOP/s (",
                 plan_.config.run.peak_tflops > 0 ? "run.peak_tflops x ranks"
                                                  : "fp32 matmul measured on all cores of each node",
                 ")"));
   std::ofstream metrics;
-  const std::string path = plan_.config.run.dir + "/metrics.jsonl";
-  if (!plan_.config.run.dir.empty() && context_.rank() == 0) {
+  const RunPaths paths(plan_.config.run.dir);
+  const std::string path = paths.metrics();
+  if (paths.enabled() && context_.rank() == 0) {
     metrics = open_metrics_file(path, resume_ ? start_step : -1);
   }
-  return StepReport(plan_, start_step, peak, flops_per_token, process_start_, std::move(metrics),
-                    path);
+  return StepReport(plan_, spec, start_step, peak, process_start_, std::move(metrics), path);
 }
 
-double GptTraining::peak_flops() {
+double Training::peak_flops() {
   const RunConfig& run = plan_.config.run;
   if (run.peak_tflops > 0) return run.peak_tflops * 1e12 * context_.world().size();
   // One rank per node measures with all of the node's cores while the others wait, so the sum
@@ -156,16 +161,16 @@ double GptTraining::peak_flops() {
   return total.item<double>();
 }
 
-bool GptTraining::tracing(int64_t step) const {
+bool Training::tracing(int64_t step) const {
   return !plan_.config.schedule.trace.empty() && step == plan_.config.schedule.trace_step;
 }
 
-bool GptTraining::evaluating(int64_t step) const {
+bool Training::evaluating(int64_t step) const {
   const int64_t every = plan_.config.train.eval_every;
   return step == plan_.data.total_steps || (every > 0 && step % every == 0);
 }
 
-void GptTraining::write_trace(GptTrainer& trainer, int64_t step) {
+void Training::write_trace(Trainer& trainer, int64_t step) {
   trainer.set_tracing(false);
   const PipelineTrace trace = gather_trace(context_.pp(), trainer.trace());
   if (context_.rank() != 0) return;
@@ -177,19 +182,23 @@ void GptTraining::write_trace(GptTrainer& trainer, int64_t step) {
                 fixed(measured_bubble(trace), 3), "; open it in https://ui.perfetto.dev)"));
 }
 
-// Mean loss over the first eval_batches global batches of the held-out split, unshuffled: the
-// same sequences every time, so evaluations are comparable across a run and across layouts.
-double GptTraining::evaluate(GptTrainer& trainer) {
-  LocalBatches held_out(plan_.corpus->val, plan_.batch.global_batch, context_.dp_size(),
-                        context_.dp_rank(), /*shuffle=*/false, 0);
-  double sum = 0;
-  for (int64_t k = 0; k < plan_.data.eval_batches; ++k) {
-    sum += trainer.evaluate_local(held_out.local(k));
+// The spec's metric over one evaluation's batches (train/batch_source.h: the same samples every
+// time, so evaluations are comparable across a run and across layouts), summed over dp.
+Training::Evaluation Training::evaluate(Trainer& trainer, BatchSource& batches) {
+  EvalSum sum;
+  for (int64_t k = 0; k < batches.eval_batches(); ++k) {
+    const EvalBatch batch = batches.eval_batch(k);
+    const EvalSum part = trainer.evaluate_rows(batch.batch, batch.microbatches);
+    sum.sum += part.sum;
+    sum.samples += part.samples;
   }
-  return sum / static_cast<double>(plan_.data.eval_batches);
+  torch::Tensor total = torch::tensor({sum.sum, sum.samples}, torch::kDouble);
+  context_.dp().all_reduce(total, ReduceOp::kSum);
+  return Evaluation{total[0].item<double>() / total[1].item<double>(),
+                    static_cast<int64_t>(std::llround(total[1].item<double>()))};
 }
 
-void GptTraining::save(GptTrainer& trainer, int64_t step) {
+void Training::save(Trainer& trainer, int64_t step) {
   const Clock::time_point start = Clock::now();
   const CheckpointLayout layout{trainer.schedule().chunks, plan_.batch.global_batch};
   // Every rank builds the contents (a sharded optimizer gathers its state over dp); dp rank 0
@@ -201,7 +210,7 @@ void GptTraining::save(GptTrainer& trainer, int64_t step) {
                 fixed(seconds_since(start), 2), " s"));
 }
 
-std::string GptTraining::write_sample(GptTrainer& trainer) {
+std::string Training::write_sample(Trainer& trainer) {
   const SampleConfig& sample = plan_.config.sample;
   if (sample.tokens <= 0) return "";
   const std::string text = generate_text(trainer, context_, plan_.config);
@@ -210,8 +219,9 @@ std::string GptTraining::write_sample(GptTrainer& trainer) {
                               : str("top-k ", sample.top_k, ", temperature ", sample.temperature);
   log::info(str("sample (", how, ", ", sample.tokens, " bytes after the prompt):\n",
                 printable(text), "\n--- end of sample"));
-  if (!plan_.config.run.dir.empty() && context_.rank() == 0) {
-    const std::string path = plan_.config.run.dir + "/sample.txt";
+  const RunPaths paths(plan_.config.run.dir);
+  if (paths.enabled() && context_.rank() == 0) {
+    const std::string path = paths.sample();
     std::ofstream file(path);
     file << text << "\n";
     check_written(file, path, "the sample (run.dir)");

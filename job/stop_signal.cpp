@@ -1,4 +1,4 @@
-#include "train/stop_signal.h"
+#include "job/stop_signal.h"
 
 #include <csignal>
 

@@ -1,0 +1,112 @@
+// defines: triax::Batch, triax::ModelChunk, triax::StageMemory, triax::ModelSpec,
+//          triax::model_spec
+//
+// A model family as a spec (torchtitan's TrainSpec): everything the trainer, the training loop,
+// checkpoints, the memory benchmark and the planner need from a model, so none of them says
+// "GPT". A new family is a folder of model code and one ModelSpec, not a new trainer.
+//   build_chunk     the modules of one pipeline chunk (stage s of p*v), for this rank's tp group;
+//                   its layers set the parameter traits the trainer asks (parallel/tp/shard_spec.h)
+//   stage_layers    the layer range of every stage (checked: each stage needs a layer)
+//   activation_shape the tensor one micro-batch sends between stages
+//   flops_per_unit  training FLOPs per token (per sample for a classifier), for MFU
+//   units_per_sample what throughput counts per sample (GPT: seq_len tokens)
+//   memory          this rank's parameter and peak activation bytes (the memory bench's theory)
+//   metric          what evaluation measures (GPT: held-out loss; MLP: test accuracy)
+// Batches are rows of samples: inputs and targets with the sample on dim 0, so a micro-batch is
+// a slice of both and a dp rank's share is a subset of rows.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/config.h"
+#include "parallel/comm/communicator.h"
+
+namespace triax {
+
+/// Samples in rows: GPT inputs/targets [n, seq_len] token ids; MLP images [n, 784], labels [n].
+struct Batch {
+  torch::Tensor inputs;
+  torch::Tensor targets;
+  int64_t size() const { return inputs.size(0); }
+  /// Rows [first, first + count) of both.
+  Batch slice(int64_t first, int64_t count) const {
+    return Batch{inputs.narrow(0, first, count), targets.narrow(0, first, count)};
+  }
+};
+
+/// One pipeline chunk of a model on this rank, as the trainer and the executor drive it.
+class ModelChunk {
+ public:
+  virtual ~ModelChunk() = default;
+  /// The chunk's modules (parameters, train()/eval()).
+  virtual torch::nn::Module& module() = 0;
+  /// `input`: the previous stage's activation, or undefined on the first stage, which reads
+  /// `micro.inputs`.
+  virtual torch::Tensor forward(const torch::Tensor& input, const Batch& micro) = 0;
+  /// Last stage: the micro-batch's mean training loss from this chunk's output.
+  virtual torch::Tensor loss(const torch::Tensor& output, const Batch& micro) = 0;
+  /// Last stage: the micro-batch's mean evaluation metric (ModelSpec::metric_name).
+  virtual torch::Tensor metric(const torch::Tensor& output, const Batch& micro) = 0;
+  /// Last stage of a language model: next-token logits [b, s, vocab], gathered over tp
+  /// (generation). Others throw.
+  virtual torch::Tensor logits(const torch::Tensor& output);
+  /// Parameters whose gradients each tp rank computes from its part of the sequence
+  /// (sequence parallelism): finalize_model_grads sums them over tp.
+  virtual std::vector<torch::Tensor> sequence_partial_parameters() { return {}; }
+  /// Random streams saved in checkpoints, by name ("dropout_shared"), and their restore (a name
+  /// missing from `state` leaves its stream as it is).
+  virtual std::vector<std::pair<std::string, torch::Tensor>> rng_state() { return {}; }
+  virtual void set_rng_state(const std::map<std::string, torch::Tensor>& /*state*/) {}
+};
+
+/// This rank's memory by the family's formulas (bytes).
+struct StageMemory {
+  double parameter_bytes = 0;
+  double activation_bytes = 0;  ///< peak during a step, above its start
+};
+
+struct ModelSpec {
+  ModelKind kind;
+  const char* name;         ///< "GPT", "MLP": how logs name the model
+  const char* unit;         ///< what throughput counts: "tokens" or "samples"
+  const char* unit_short;   ///< in the progress line: "tok", "samples"
+  const char* flops_rule;   ///< how flops_per_unit counts, for the start-up line
+  const char* metric_name;  ///< "val loss", "test accuracy"
+  const char* metric_key;   ///< its metrics.jsonl key: "val_loss", "test_accuracy"
+  bool metric_is_fraction;  ///< printed as a percentage (accuracy) rather than a loss
+  bool pipelined;           ///< supports pipeline (and tensor) parallelism
+  bool generates_text;      ///< a language model: samples text at the end of training
+
+  /// Throws ConfigError (every rank, before communication) when the model cannot take the
+  /// configured layout.
+  void (*check_layout)(const Config& config);
+  /// [first, last) layers of each of the p * v stages.
+  std::vector<std::pair<int64_t, int64_t>> (*stage_layers)(const Config& config);
+  /// Stage `stage`'s chunk; same weights whatever the layout (seeded from train.seed).
+  std::unique_ptr<ModelChunk> (*build_chunk)(
+      const Config& config, int stage, const std::vector<std::pair<int64_t, int64_t>>& stages,
+      Communicator& tp);
+  /// Tokens per sample (GPT: seq_len) or 1.
+  int64_t (*units_per_sample)(const ModelConfig& model);
+  /// Training FLOPs (forward + backward) per unit.
+  double (*flops_per_unit)(const ModelConfig& model);
+  /// One micro-batch's activation between stages; `sequence_split`: sequence parallelism is on
+  /// (training), so each tp rank sends its part of the sequence.
+  std::vector<int64_t> (*activation_shape)(const Config& config, int64_t micro_batch, int tp,
+                                           bool sequence_split);
+  /// Parameters and peak activations of a rank holding `layers` layers (and the embedding on the
+  /// first stage, the head on the last), at tensor parallelism `tp`.
+  StageMemory (*memory)(const Config& config, int tp, int64_t layers, bool first_stage,
+                        bool last_stage);
+};
+
+/// The spec of model.arch.
+const ModelSpec& model_spec(ModelKind kind);
+
+}  // namespace triax

@@ -1,0 +1,94 @@
+#include "train/batch_source.h"
+
+#include "core/error.h"
+#include "data/distributed_sampler.h"
+#include "data/local_batches.h"
+#include "models/gpt_spec.h"
+
+namespace triax {
+namespace {
+
+class TokenBatches : public BatchSource {
+ public:
+  TokenBatches(const RunPlan& plan, int dp_rank)
+      : train_(plan.corpus->train, plan.batch.global_batch, plan.batch.dp, dp_rank,
+               plan.config.train.shuffle, plan.config.train.seed),
+        held_out_(plan.corpus->val, plan.batch.global_batch, plan.batch.dp, dp_rank,
+                  /*shuffle=*/false, 0),
+        eval_batches_(plan.data.eval_batches),
+        microbatches_(static_cast<int>(plan.batch.num_microbatches)) {}
+  Batch train_batch(int64_t step) override { return token_batch(train_.local(step)); }
+  int64_t eval_batches() const override { return eval_batches_; }
+  EvalBatch eval_batch(int64_t k) override {
+    return EvalBatch{token_batch(held_out_.local(k)), microbatches_};
+  }
+
+ private:
+  LocalBatches train_, held_out_;
+  int64_t eval_batches_;
+  int microbatches_;
+};
+
+class ImageBatches : public BatchSource {
+ public:
+  static constexpr int64_t kEvalBatch = 1000;
+
+  ImageBatches(const RunPlan& plan, int dp_rank)
+      : train_(*plan.images),
+        test_(*plan.test_images),
+        sampler_(DistributedSamplerOptions{train_.size(), plan.batch.dp, dp_rank,
+                                           plan.config.train.shuffle, plan.config.train.seed,
+                                           /*drop_last=*/false}),
+        local_batch_(plan.batch.local_batch),
+        per_epoch_(plan.data.steps_per_epoch) {
+    DistributedSampler test_sampler(DistributedSamplerOptions{
+        test_.size(), plan.batch.dp, dp_rank, /*shuffle=*/false, 0, /*drop_last=*/false,
+        /*uneven=*/true});
+    test_indices_ = torch::tensor(test_sampler.indices(), torch::kLong);
+  }
+  Batch train_batch(int64_t step) override {
+    const int64_t epoch = step / per_epoch_;
+    if (epoch != epoch_) {
+      sampler_.set_epoch(epoch);
+      indices_ = sampler_.indices();
+      epoch_ = epoch;
+    }
+    const auto first = indices_.begin() + (step % per_epoch_) * local_batch_;
+    return rows(train_, torch::tensor(std::vector<int64_t>(first, first + local_batch_)));
+  }
+  int64_t eval_batches() const override {
+    return (test_indices_.size(0) + kEvalBatch - 1) / kEvalBatch;
+  }
+  EvalBatch eval_batch(int64_t k) override {
+    const int64_t start = k * kEvalBatch;
+    const int64_t count = std::min(kEvalBatch, test_indices_.size(0) - start);
+    return EvalBatch{rows(test_, test_indices_.narrow(0, start, count)), 1};
+  }
+
+ private:
+  static Batch rows(const FashionMnist& data, const torch::Tensor& index) {
+    return Batch{data.images(index), data.labels.index_select(0, index)};
+  }
+  const FashionMnist& train_;
+  const FashionMnist& test_;
+  DistributedSampler sampler_;
+  int64_t local_batch_, per_epoch_;
+  int64_t epoch_ = -1;
+  std::vector<int64_t> indices_;
+  torch::Tensor test_indices_;
+};
+
+}  // namespace
+
+std::unique_ptr<BatchSource> make_batch_source(const RunPlan& plan, int dp_rank) {
+  TRIAX_CHECK(plan.has_data, "make_batch_source: the plan's data is not open");
+  switch (plan.model) {
+    case ModelKind::kGpt:
+      return std::make_unique<TokenBatches>(plan, dp_rank);
+    case ModelKind::kMlp:
+      return std::make_unique<ImageBatches>(plan, dp_rank);
+  }
+  throw Error("make_batch_source: unknown model");
+}
+
+}  // namespace triax

@@ -1,0 +1,215 @@
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "checkpoint/parameter_table.h"
+#include "checkpoint/state_name.h"
+#include "core/error.h"
+#include "data/distributed_sampler.h"
+#include "parallel/tp/shard_spec.h"
+
+namespace triax {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+Trainer::Trainer(const RunPlan& run, ParallelContext& context)
+    : spec_(model_spec(run.model)),
+      config_(run.config),
+      context_(context),
+      plan_(run.batch),
+      schedule_(run.schedule) {
+  TRIAX_CHECK(run.layout.dp_size() == context.dp_size() &&
+                  run.layout.tp_size() == context.tp_size() &&
+                  run.layout.pp_size() == context.pp_size() &&
+                  run.config.ddp.hierarchical == context.dp_gradient_mode(),
+              "Trainer: the plan is not for this context's layout and ddp.hierarchical");
+  double counted_parameters = 0;
+  Communicator& dp = context_.dp_gradients();
+  for (int c = 0; c < schedule_.chunks; ++c) {
+    const int stage = schedule_.stage_of(context_.pp_rank(), c);
+    chunks_.push_back(spec_.build_chunk(config_, stage, run.stage_layers, context_.tp()));
+    torch::nn::Module& module = chunks_.back()->module();
+    const auto traits = collect_param_traits(module);
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    for (const auto& item : module.named_parameters()) {
+      const ParamTraits& t = traits.at(item.key());
+      named.emplace_back(item.key(), item.value());
+      params_.push_back({StateName::of_parameter(c, item.key()).str(), item.value(),
+                         t.counted(context_.tp_rank())});
+      if (params_.back().counted) counted_parameters += t.real_elements(item.value().numel());
+      if (t.tied) grads_.tied_copies.push_back(item.value());
+    }
+    for (auto& p : chunks_.back()->sequence_partial_parameters()) {
+      grads_.sequence_partial.push_back(p);
+    }
+    ddp_.push_back(make_gradient_sync(std::move(named), dp, config_.ddp, config_.optimizer.shard));
+    ddp_.back()->broadcast_parameters();
+    grads_.syncs.push_back(ddp_.back().get());
+  }
+  grads_.tp = &context_.tp();
+  grads_.embedding = context_.embedding();
+  optimizer_ = make_optimizer(config_, params_, grads_.syncs, dp, context_.model_parallel());
+  // Parameters counted once over the model: the ones the gradient norm counts, sharded ones
+  // scaled from padded to real size, summed over one dp replica.
+  torch::Tensor count = torch::tensor({static_cast<double>(counted_parameters)}, torch::kDouble);
+  context_.model_parallel().all_reduce(count, ReduceOp::kSum);
+  model_parameters_ = static_cast<int64_t>(std::llround(count.item<double>()));
+  executor_ = std::make_unique<PipelineExecutor>(context_.pp(), run.activation_shape);
+  if (run.eval_activation_shape != run.activation_shape) {
+    eval_executor_ = std::make_unique<PipelineExecutor>(context_.pp(), run.eval_activation_shape);
+  }
+}
+
+double Trainer::step(const Batch& global) {
+  TRIAX_CHECK(global.size() == plan_.global_batch, "expected a global batch of ",
+              plan_.global_batch, " samples, got ", global.size());
+  const int rank = context_.dp_rank(), ranks = context_.dp_size();
+  return step_local(Batch{DistributedSampler::local_rows(global.inputs, rank, ranks),
+                          DistributedSampler::local_rows(global.targets, rank, ranks)});
+}
+
+StageFunctions Trainer::stage_functions(const Batch& local, int microbatches, bool evaluating) {
+  TRIAX_CHECK(microbatches > 0 && local.size() % microbatches == 0, "a batch of ", local.size(),
+              " samples does not split into ", microbatches, " micro-batches");
+  // Micro-batch i is rows [i*mb, (i+1)*mb).
+  const int64_t mb = local.size() / microbatches;
+  StageFunctions stage;
+  stage.forward = [this, local, mb](int chunk, int i, const torch::Tensor& input) {
+    return chunks_[static_cast<size_t>(chunk)]->forward(input, local.slice(i * mb, mb));
+  };
+  stage.loss = [this, local, mb, evaluating](int i, const torch::Tensor& output) {
+    const Batch micro = local.slice(i * mb, mb);
+    return evaluating ? chunks_.back()->metric(output, micro) : chunks_.back()->loss(output, micro);
+  };
+  return stage;
+}
+
+const Schedule& Trainer::eval_schedule(int microbatches) {
+  auto it = eval_schedules_.find(microbatches);
+  if (it == eval_schedules_.end()) {
+    it = eval_schedules_
+             .emplace(microbatches,
+                      forward_only(context_.pp_size(), microbatches, schedule_.chunks))
+             .first;
+  }
+  return it->second;
+}
+
+EvalSum Trainer::evaluate_rows(const Batch& local, int microbatches) {
+  const double samples = static_cast<double>(local.size());
+  return EvalSum{evaluate_mean(local, microbatches) * samples, samples};
+}
+
+double Trainer::evaluate_mean(const Batch& local, int microbatches) {
+  torch::NoGradGuard no_grad;
+  for (auto& chunk : chunks_) chunk->module().eval();
+  const StageFunctions stage = stage_functions(local, microbatches, /*evaluating=*/true);
+  PipelineExecutor& executor = eval_executor_ ? *eval_executor_ : *executor_;
+  const bool tracing = executor.tracing();
+  executor.set_tracing(false);
+  const double mean = executor.run(eval_schedule(microbatches), stage);
+  executor.set_tracing(tracing);
+  for (auto& chunk : chunks_) chunk->module().train();
+  return mean;
+}
+
+double Trainer::evaluate_local(const Batch& local) {
+  TRIAX_CHECK(local.size() == plan_.local_batch, "expected this rank's ", plan_.local_batch,
+              " samples, got ", local.size());
+  torch::Tensor mean = torch::tensor(
+      {evaluate_mean(local, static_cast<int>(plan_.num_microbatches))}, torch::kDouble);
+  context_.dp().all_reduce(mean, ReduceOp::kAvg);
+  return mean.item<double>();
+}
+
+double Trainer::step_local(const Batch& local) {
+  TRIAX_CHECK(local.size() == plan_.local_batch, "expected this rank's ", plan_.local_batch,
+              " samples, got ", local.size());
+  const auto start = Clock::now();
+  phases_ = StepPhases();
+  for (auto& ddp : ddp_) ddp->zero_grad();
+  StageFunctions stage =
+      stage_functions(local, static_cast<int>(plan_.num_microbatches), /*evaluating=*/false);
+  stage.forward = [&, forward = stage.forward](int chunk, int i, const torch::Tensor& input) {
+    const auto t = Clock::now();
+    torch::Tensor out = forward(chunk, i, input);
+    phases_.forward += seconds_since(t);
+    return out;
+  };
+  stage.loss = [&, loss = stage.loss](int i, const torch::Tensor& output) {
+    const auto t = Clock::now();
+    torch::Tensor out = loss(i, output);
+    phases_.forward += seconds_since(t);
+    return out;
+  };
+  stage.before_backward = [&](int chunk, int, bool last) {
+    ddp_[static_cast<size_t>(chunk)]->set_sync(last);
+  };
+  const double loss = executor_->run(schedule_, stage);
+  phases_.backward = seconds_since(start) - phases_.forward;
+  phases_.backward_end = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+  auto t = Clock::now();
+  phases_.ddp_wait = finalize_model_grads(grads_);
+  phases_.clip = seconds_since(t) - phases_.ddp_wait;
+  t = Clock::now();
+  grad_norm_ = optimizer_->step(config_.train.clip_grad);
+  phases_.optimizer = seconds_since(t);
+  t = Clock::now();
+  torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
+  context_.dp().all_reduce(mean, ReduceOp::kAvg);
+  phases_.loss_sync = seconds_since(t);
+  phases_.total = seconds_since(start);
+  return mean.item<double>();
+}
+
+CheckpointContents Trainer::checkpoint_contents() {
+  std::vector<NamedTensors> state = optimizer_->state_by_parameter();  // collective (ZeRO-1)
+  CheckpointContents out;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    out.tensors.emplace_back(params_[k].name, params_[k].tensor.detach());
+    for (auto& named : state[k]) out.tensors.push_back(std::move(named));
+  }
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const int chunk = static_cast<int>(c);
+    for (auto& [name, value] : chunks_[c]->rng_state()) {
+      out.tensors.emplace_back(StateName::of_rng(chunk, name).str(), value);
+    }
+    const auto table =
+        parameter_table(chunks_[c]->module(), schedule_.stage_of(context_.pp_rank(), chunk));
+    out.parameters.insert(out.parameters.end(), table.begin(), table.end());
+  }
+  return out;
+}
+
+void Trainer::load_state_tensors(const std::map<std::string, torch::Tensor>& tensors) {
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& p : params_) {
+      const auto it = tensors.find(p.name);
+      if (it == tensors.end()) throw Error(str("checkpoint has no tensor ", p.name));
+      TRIAX_CHECK(it->second.sizes() == p.tensor.sizes(), "checkpoint tensor ", p.name,
+                  " has shape ", it->second.sizes(), ", the model ", p.tensor.sizes());
+      p.tensor.copy_(it->second);
+    }
+  }
+  optimizer_->load_state(tensors);
+  // Random streams are absent in imported or resharded checkpoints: those keep their start.
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    std::map<std::string, torch::Tensor> streams;
+    for (const auto& [name, value] : chunks_[c]->rng_state()) {
+      const auto it = tensors.find(StateName::of_rng(static_cast<int>(c), name).str());
+      if (it != tensors.end()) streams[name] = it->second;
+    }
+    chunks_[c]->set_rng_state(streams);
+  }
+}
+
+}  // namespace triax

@@ -1,0 +1,59 @@
+// defines: triax::Training
+//
+// `triax train` for every model: the loop around the Trainer's step. Each step reads this dp
+// rank's share of the next global batch (train/batch_source.h), sets the step's learning rate,
+// runs the step, and then — each a component deciding for itself — writes the pipeline trace of
+// one step, evaluates (the model spec's metric), reports (train/step_report.h), agrees with the
+// other ranks on a stop signal, and saves a checkpoint when the policy says so
+// (checkpoint/save_policy.h). It resumes from a checkpoint and, for a language model, ends with a
+// sample of generated text.
+#pragma once
+
+#include <chrono>
+#include <optional>
+
+#include "checkpoint/manifest.h"
+#include "parallel/parallel_context.h"
+#include "train/batch_source.h"
+#include "train/trainer.h"
+#include "train/run_plan.h"
+#include "train/step_report.h"
+
+namespace triax {
+
+class Training {
+ public:
+  /// `plan`: with its data open. `process_start`: when the process began, for the
+  /// time-to-first-step figure. `node_leader`: this rank measures its node's matmul peak for MFU
+  /// (local rank 0).
+  Training(const RunPlan& plan, ParallelContext& context,
+              std::chrono::steady_clock::time_point process_start, bool node_leader);
+  /// Continue from `checkpoint` (read and checked by read_checkpoint) instead of step 0.
+  void resume_from(const Manifest& checkpoint) { resume_ = checkpoint; }
+  TrainingResult run();
+
+ private:
+  int64_t load_checkpoint(Trainer& trainer);
+  StepReport start_report(Trainer& trainer, int64_t start_step);
+  /// MFU's denominator in FLOP/s, for the whole job (a collective).
+  double peak_flops();
+  bool tracing(int64_t step) const;
+  bool evaluating(int64_t step) const;
+  void write_trace(Trainer& trainer, int64_t step);
+  /// The spec's metric over one evaluation (a collective over dp).
+  struct Evaluation {
+    double mean = 0;
+    int64_t samples = 0;
+  };
+  Evaluation evaluate(Trainer& trainer, BatchSource& batches);
+  void save(Trainer& trainer, int64_t step);
+  std::string write_sample(Trainer& trainer);
+
+  const RunPlan& plan_;
+  ParallelContext& context_;
+  std::chrono::steady_clock::time_point process_start_;
+  bool node_leader_;
+  std::optional<Manifest> resume_;
+};
+
+}  // namespace triax
