@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "checkpoint/manifest.h"
 #include <torch/torch.h>
+#include "checkpoint/manifest.h"
 
 namespace triax {
 

@@ -16,13 +16,13 @@
 
 namespace triax {
 
-enum class ModelKind { kMlp, kGpt };                   ///< model.arch: mlp | gpt
-enum class OptimizerKind { kSgd, kAdamW };             ///< train.optimizer: sgd | adamw
-enum class Recompute { kNone, kFull, kSelective };     ///< train.recompute
-enum class LrDecay { kConstant, kCosine, kLinear };    ///< train.lr_decay
-enum class ScheduleKind { kGpipe, k1F1B, kInterleaved };  ///< schedule.name
+enum class ModelKind { kMlp, kGpt };                        ///< model.arch: mlp | gpt
+enum class OptimizerKind { kSgd, kAdamW };                  ///< train.optimizer: sgd | adamw
+enum class Recompute { kNone, kFull, kSelective };          ///< train.recompute
+enum class LrDecay { kConstant, kCosine, kLinear };         ///< train.lr_decay
+enum class ScheduleKind { kGpipe, k1F1B, kInterleaved };    ///< schedule.name
 enum class Hierarchical { kAuto, kTrue, kLeader, kFalse };  ///< ddp.hierarchical
-enum class Backend { kAuto, kMpi, kTcp };              ///< comm.backend
+enum class Backend { kAuto, kMpi, kTcp };                   ///< comm.backend
 
 template <typename E>
 struct IsChoice : std::false_type {};

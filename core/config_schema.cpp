@@ -50,8 +50,8 @@ void visit_config(Config& c, ConfigVisitor& v) {
             "compute threads per rank; 0 = from the launcher (OMP_NUM_THREADS, "
             "SLURM_CPUS_PER_TASK, CPU binding, else node CPUs / local ranks)");
     choice_field(v, "recompute", c.train.recompute,
-            "activation recompute: full = blocks keep only their input and run again in "
-            "backward; selective = only the attention core (softmax, dropout) is recomputed");
+                 "activation recompute: full = blocks keep only their input and run again in "
+                 "backward; selective = only the attention core (softmax, dropout) is recomputed");
     v.field("recompute_layers", c.train.recompute_layers, IntRule{0, 1 << 20},
             "full recompute: blocks per pipeline chunk to recompute, from its first; 0 = all");
     v.field("clip_grad", c.train.clip_grad, RealRule{0.0, 1e6},
@@ -62,7 +62,7 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("warmup_steps", c.train.warmup_steps, kNonNegative,
             "linear learning-rate warm-up steps from 0 to lr");
     choice_field(v, "lr_decay", c.train.lr_decay,
-            "decay after warm-up, from lr to min_lr at the last step");
+                 "decay after warm-up, from lr to min_lr at the last step");
     v.field("min_lr", c.train.min_lr, RealRule{0.0, 10.0}, "learning-rate floor of the decay");
     v.field("eval_every", c.train.eval_every, kNonNegative,
             "evaluate on the held-out split every N steps; 0 = at the end only");
@@ -87,8 +87,8 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("bucketed", c.ddp.bucketed,
             "buckets overlapped with backward; false = per-parameter all-reduce after backward");
     choice_field(v, "hierarchical", c.ddp.hierarchical,
-            "gradient all-reduce inside each node first, then across nodes (auto: when the dp "
-            "group spans nodes evenly; leader: one rank per node crosses)");
+                 "gradient all-reduce inside each node first, then across nodes (auto: when the dp "
+                 "group spans nodes evenly; leader: one rank per node crosses)");
   });
   v.section("optimizer", [&] {
     v.field("shard", c.optimizer.shard,
@@ -115,7 +115,7 @@ void visit_config(Config& c, ConfigVisitor& v) {
   });
   v.section("comm", [&] {
     choice_field(v, "backend", c.comm.backend,
-            "collectives: mpi (mpirun, srun), tcp (Gloo over torchrun's store), auto");
+                 "collectives: mpi (mpirun, srun), tcp (Gloo over torchrun's store), auto");
     v.field("timeout_s", c.comm.timeout_s, IntRule{1, 86400},
             "seconds any blocking wait (collective, pipeline receive, DDP bucket, barrier, "
             "start-up) may last before every rank stops (mpi and tcp)");

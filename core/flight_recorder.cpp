@@ -242,6 +242,9 @@ void poll_dump_request() {
 void set_abandoning() {
   g_abandoning = true;
 }
+void clear_abandoning() {
+  g_abandoning = false;
+}
 bool abandoning() {
   return g_abandoning;
 }

@@ -78,5 +78,7 @@ void poll_dump_request();
 /// Set once a timeout has fired: pending operations are abandoned, not waited for again.
 void set_abandoning();
 bool abandoning();
+/// Tests only: back to normal after a test that timed out on purpose.
+void clear_abandoning();
 
 }  // namespace triax::flight

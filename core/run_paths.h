@@ -35,7 +35,9 @@ class RunPaths {
   std::string flight_dir() const { return under("flight"); }
   std::string flight_record(int rank) const { return under("flight/" + flight_record_name(rank)); }
   /// A flight record's file name inside the flight folder (core/flight_recorder.h writes it).
-  static std::string flight_record_name(int rank) { return "rank_" + std::to_string(rank) + ".json"; }
+  static std::string flight_record_name(int rank) {
+    return "rank_" + std::to_string(rank) + ".json";
+  }
   std::string died() const { return under("flight/died.txt"); }
   std::string ended_dir() const { return under("flight/ended"); }
   std::string ended_mark(int rank) const {

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/flight_recorder.h"
 #include "core/log.h"
+#include "core/strings.h"
 #include "job/death_watch.h"
 
 namespace triax {
@@ -67,8 +68,8 @@ std::string peer_ranks_note(const std::string& message, const RankTable& table,
              " ran; if all of them ended at once, that node was lost");
 }
 
-std::vector<RankEntry> silent_local_ranks(const RankTable& table, const std::string& host,
-                                          int self, const std::function<bool(int)>& has_record) {
+std::vector<RankEntry> silent_local_ranks(const RankTable& table, const std::string& host, int self,
+                                          const std::function<bool(int)>& has_record) {
   std::vector<RankEntry> silent;
   for (const RankEntry& e : table) {
     if (e.rank != self && e.host == host && e.pid > 0 && !has_record(e.rank)) silent.push_back(e);
@@ -78,7 +79,7 @@ std::vector<RankEntry> silent_local_ranks(const RankTable& table, const std::str
 
 void end_job_after_error(const World& world, const std::exception& error, int exit_code, int rank,
                          int world_size, const RankTable& table) {
-  death_watch_done();  // 1
+  death_watch_done();        // 1
   log::error(error.what());  // 2
   if (const std::string note = peer_ranks_note(error.what(), table, resolve_host); !note.empty()) {
     log::error(note);
@@ -93,8 +94,8 @@ void end_job_after_error(const World& world, const std::exception& error, int ex
   } catch (const std::exception& dump_error) {
     log::error(str("flight recorder not written: ", dump_error.what()));
   }
-  const FailureResponse response = respond_to_failure(
-      timeout, world.backend(), rank, Communicator::timeout(), !path.empty());  // 4
+  const FailureResponse response = respond_to_failure(timeout, world.backend(), rank,
+                                                      Communicator::timeout(), !path.empty());  // 4
   std::this_thread::sleep_for(std::chrono::duration<double>(response.grace_seconds));
   if (response.print_summary) log::error(flight::summary(world_size));
   if (response.kill_silent_ranks) {

@@ -31,9 +31,9 @@ namespace triax {
 
 /// Step 4's decisions for one rank.
 struct FailureResponse {
-  double grace_seconds = 0;         ///< how long to wait before aborting
-  bool print_summary = false;       ///< print every rank's last action (rank 0)
-  bool kill_silent_ranks = false;   ///< SIGKILL same-host ranks without a flight record
+  double grace_seconds = 0;        ///< how long to wait before aborting
+  bool print_summary = false;      ///< print every rank's last action (rank 0)
+  bool kill_silent_ranks = false;  ///< SIGKILL same-host ranks without a flight record
 };
 
 /// `timeout`: the error was a TimeoutError; `wrote_record`: this rank's flight record exists.
@@ -47,8 +47,8 @@ std::string peer_ranks_note(const std::string& message, const RankTable& table,
                             const std::function<std::string(const std::string&)>& host_of);
 
 /// The ranks on `host` other than `self` that have a pid and no flight record.
-std::vector<RankEntry> silent_local_ranks(const RankTable& table, const std::string& host,
-                                          int self, const std::function<bool(int)>& has_record);
+std::vector<RankEntry> silent_local_ranks(const RankTable& table, const std::string& host, int self,
+                                          const std::function<bool(int)>& has_record);
 
 /// Steps 1-5; never returns.
 [[noreturn]] void end_job_after_error(const World& world, const std::exception& error,

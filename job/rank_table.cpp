@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/strings.h"
 #include "job/output_check.h"
 #include "parallel/comm/gather_text.h"
 

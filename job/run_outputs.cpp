@@ -5,6 +5,7 @@
 
 #include "core/flight_recorder.h"
 #include "core/log.h"
+#include "core/strings.h"
 #include "job/death_watch.h"
 #include "job/output_check.h"
 

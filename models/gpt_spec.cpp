@@ -54,7 +54,8 @@ std::vector<std::pair<int64_t, int64_t>> stage_layers(const Config& config) {
 std::unique_ptr<ModelChunk> build_chunk(const Config& config, int stage,
                                         const std::vector<std::pair<int64_t, int64_t>>& stages,
                                         Communicator& tp) {
-  GptOptions whole = GptOptions::from_config(config.model, static_cast<uint64_t>(config.train.seed));
+  GptOptions whole =
+      GptOptions::from_config(config.model, static_cast<uint64_t>(config.train.seed));
   whole.recompute = config.train.recompute;
   whole.recompute_layers = config.train.recompute_layers;
   whole.sequence_parallel = config.parallel.sequence;

@@ -89,9 +89,9 @@ struct ModelSpec {
   /// [first, last) layers of each of the p * v stages.
   std::vector<std::pair<int64_t, int64_t>> (*stage_layers)(const Config& config);
   /// Stage `stage`'s chunk; same weights whatever the layout (seeded from train.seed).
-  std::unique_ptr<ModelChunk> (*build_chunk)(
-      const Config& config, int stage, const std::vector<std::pair<int64_t, int64_t>>& stages,
-      Communicator& tp);
+  std::unique_ptr<ModelChunk> (*build_chunk)(const Config& config, int stage,
+                                             const std::vector<std::pair<int64_t, int64_t>>& stages,
+                                             Communicator& tp);
   /// Tokens per sample (GPT: seq_len) or 1.
   int64_t (*units_per_sample)(const ModelConfig& model);
   /// Training FLOPs (forward + backward) per unit.

@@ -36,8 +36,8 @@
 #include "parallel/parallel_context.h"
 #include "tools/cli_args.h"
 #include "tools/version.h"
-#include "train/training.h"
 #include "train/run_plan.h"
+#include "train/training.h"
 
 namespace triax {
 namespace {
@@ -139,7 +139,6 @@ int run_convert(const CliArgs& args) {
               args.chunks);
   return 0;
 }
-
 
 int run_train(const CliArgs& args, int* argc, char*** argv) {
   // 1. Everything that needs no communication, on every rank alike: the run's plan.

@@ -24,11 +24,11 @@ namespace triax {
 
 /// What the fix-ups act on, gathered once by the trainer from the model's chunks.
 struct ModelGrads {
-  std::vector<GradientSync*> syncs;               ///< one per chunk
-  std::vector<torch::Tensor> sequence_partial;    ///< summed over tp (empty without SP)
-  std::vector<torch::Tensor> tied_copies;         ///< this rank's copies of the tied weight
+  std::vector<GradientSync*> syncs;             ///< one per chunk
+  std::vector<torch::Tensor> sequence_partial;  ///< summed over tp (empty without SP)
+  std::vector<torch::Tensor> tied_copies;       ///< this rank's copies of the tied weight
   Communicator* tp = nullptr;
-  Communicator* embedding = nullptr;              ///< first + last stage; nullptr elsewhere
+  Communicator* embedding = nullptr;  ///< first + last stage; nullptr elsewhere
 };
 
 /// Runs steps 1-4. Returns the seconds the dp syncs waited (exposed communication).

@@ -50,12 +50,12 @@ struct RunPlan {
   BatchPlan batch;
   Schedule schedule;                                      ///< the pipeline schedule
   std::vector<std::pair<int64_t, int64_t>> stage_layers;  ///< [first, last) per stage
-  bool sequence_parallel = false;  ///< parallel.sequence in effect (tp > 1): training splits
-                                   ///< activations along the sequence
-  std::vector<int64_t> activation_shape;       ///< one micro-batch between stages, training
+  bool sequence_parallel = false;         ///< parallel.sequence in effect (tp > 1): training splits
+                                          ///< activations along the sequence
+  std::vector<int64_t> activation_shape;  ///< one micro-batch between stages, training
   std::vector<int64_t> eval_activation_shape;  ///< the same in evaluation (whole sequences)
-  bool has_data = false;                                  ///< the datasets below are open
-  std::string data_note;                                  ///< why not, for describe()
+  bool has_data = false;                       ///< the datasets below are open
+  std::string data_note;                       ///< why not, for describe()
   DataPlan data;
   std::shared_ptr<const GptCorpus> corpus;                  ///< GPT
   std::shared_ptr<const FashionMnist> images, test_images;  ///< MLP

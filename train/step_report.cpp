@@ -47,8 +47,8 @@ StepReport::StepReport(const RunPlan& plan, const ModelSpec& spec, int64_t start
       total_(plan.data.total_steps),
       peak_flops_(peak_flops),
       flops_per_unit_(spec.flops_per_unit(plan.config.model)),
-      units_per_step_(static_cast<double>(plan.batch.global_batch *
-                                          spec.units_per_sample(plan.config.model))),
+      units_per_step_(
+          static_cast<double>(plan.batch.global_batch * spec.units_per_sample(plan.config.model))),
       process_start_(process_start),
       loop_start_(Clock::now()),
       metrics_(std::move(metrics)),
@@ -56,7 +56,8 @@ StepReport::StepReport(const RunPlan& plan, const ModelSpec& spec, int64_t start
       metric_(std::nan("")) {}
 
 std::string StepReport::metric_text(double value, int64_t samples, bool brief) const {
-  if (!spec_.metric_is_fraction) return str(brief ? "val" : spec_.metric_name, " ", fixed(value, 4));
+  if (!spec_.metric_is_fraction)
+    return str(brief ? "val" : spec_.metric_name, " ", fixed(value, 4));
   return str(spec_.metric_name, " ", fixed(100 * value, 2), "%",
              brief ? std::string() : str(" on ", samples, " samples"));
 }
@@ -115,8 +116,8 @@ std::string StepReport::log_line(const StepOutcome& o, const std::vector<double>
   const double peak =
       memory_mib.empty() ? 0 : *std::max_element(memory_mib.begin(), memory_mib.end());
   return line + str(" | lr ", scientific(o.lr), " | grad norm ", fixed(o.grad_norm, 3), " | ",
-                    fixed(units_per_s, 0), " ", spec_.unit_short, "/s | MFU ", fixed(100 * mfu, 2), "% | peak mem ",
-                    fixed(peak, 0), " MiB/rank (max) | ETA ", duration(eta));
+                    fixed(units_per_s, 0), " ", spec_.unit_short, "/s | MFU ", fixed(100 * mfu, 2),
+                    "% | peak mem ", fixed(peak, 0), " MiB/rank (max) | ETA ", duration(eta));
 }
 
 TrainingResult StepReport::stopped(int64_t steps, int signal) {

@@ -95,10 +95,10 @@ StageFunctions Trainer::stage_functions(const Batch& local, int microbatches, bo
 const Schedule& Trainer::eval_schedule(int microbatches) {
   auto it = eval_schedules_.find(microbatches);
   if (it == eval_schedules_.end()) {
-    it = eval_schedules_
-             .emplace(microbatches,
-                      forward_only(context_.pp_size(), microbatches, schedule_.chunks))
-             .first;
+    it =
+        eval_schedules_
+            .emplace(microbatches, forward_only(context_.pp_size(), microbatches, schedule_.chunks))
+            .first;
   }
   return it->second;
 }

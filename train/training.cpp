@@ -37,8 +37,8 @@ std::string fixed(double value, int digits) {
 
 }  // namespace
 
-Training::Training(const RunPlan& plan, ParallelContext& context,
-                         Clock::time_point process_start, bool node_leader)
+Training::Training(const RunPlan& plan, ParallelContext& context, Clock::time_point process_start,
+                   bool node_leader)
     : plan_(plan), context_(context), process_start_(process_start), node_leader_(node_leader) {
   TRIAX_CHECK(plan.has_data, "Training needs a plan with its data open");
 }
@@ -114,11 +114,11 @@ StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
   const Schedule& schedule = trainer.schedule();
   log::info(str(spec.name, ": ", trainer.model_parameters(), " parameters, ",
                 fixed(flops_per_unit / 1e6, 2), " MFLOP per ", unit, " (", spec.flops_rule, "); ",
-                plan_.batch.describe(),
-                "; schedule ", schedule.name, " (", schedule.microbatches, " micro-batches, ",
-                schedule.chunks, " chunk(s) per rank)"));
-  log::info(str("data: ", data.train_samples, " training samples of ",
-                spec.units_per_sample(plan_.config.model), " ", spec.unit, " (",
+                plan_.batch.describe(), "; schedule ", schedule.name, " (", schedule.microbatches,
+                " micro-batches, ", schedule.chunks, " chunk(s) per rank)"));
+  const int64_t units = spec.units_per_sample(plan_.config.model);
+  log::info(str("data: ", data.train_samples, " training samples",
+                units > 1 ? str(" of ", units, " ", spec.unit) : std::string(), " (",
                 data.steps_per_epoch, " steps per epoch), ", data.val_samples, " for ",
                 spec.metric_name, "; ", data.total_steps, " steps; MFU against a peak of ",
                 fixed(peak / 1e12, 3), " TFLOP/s (",

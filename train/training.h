@@ -15,9 +15,9 @@
 #include "checkpoint/manifest.h"
 #include "parallel/parallel_context.h"
 #include "train/batch_source.h"
-#include "train/trainer.h"
 #include "train/run_plan.h"
 #include "train/step_report.h"
+#include "train/trainer.h"
 
 namespace triax {
 
@@ -27,7 +27,7 @@ class Training {
   /// time-to-first-step figure. `node_leader`: this rank measures its node's matmul peak for MFU
   /// (local rank 0).
   Training(const RunPlan& plan, ParallelContext& context,
-              std::chrono::steady_clock::time_point process_start, bool node_leader);
+           std::chrono::steady_clock::time_point process_start, bool node_leader);
   /// Continue from `checkpoint` (read and checked by read_checkpoint) instead of step 0.
   void resume_from(const Manifest& checkpoint) { resume_ = checkpoint; }
   TrainingResult run();

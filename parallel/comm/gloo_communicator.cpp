@@ -117,7 +117,6 @@ struct Chained : Work {
   }
 };
 
-
 c10::intrusive_ptr<c10d::ProcessGroupGloo> make_group(
     const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix, int rank, int size,
     const c10::intrusive_ptr<c10d::ProcessGroupGloo::Options>& options) {
@@ -199,11 +198,11 @@ WorkPtr GlooCommunicator::all_reduce_async(torch::Tensor tensor, ReduceOp op) {
   options.reduceOp = gloo_op(op);
   const int size = state_->size;
   auto work = state_->group->allreduce(tensors, options);
-  return gloo_work(record("all-reduce", -1, -1, bytes_of(tensor)),
-                work, [tensor, buffer, op, size]() mutable {
-                  if (op == ReduceOp::kAvg) buffer.div_(size);
-                  if (!buffer.is_same(tensor)) tensor.copy_(buffer);
-                });
+  return gloo_work(record("all-reduce", -1, -1, bytes_of(tensor)), work,
+                   [tensor, buffer, op, size]() mutable {
+                     if (op == ReduceOp::kAvg) buffer.div_(size);
+                     if (!buffer.is_same(tensor)) tensor.copy_(buffer);
+                   });
 }
 
 WorkPtr GlooCommunicator::all_gather_async(torch::Tensor output, torch::Tensor input) {
@@ -215,10 +214,11 @@ WorkPtr GlooCommunicator::all_gather_async(torch::Tensor output, torch::Tensor i
   for (int r = 0; r < state_->size; ++r) outputs[0].push_back(out.narrow(0, r * chunk, chunk));
   std::vector<torch::Tensor> inputs{in};
   auto work = state_->group->allgather(outputs, inputs);
-  return gloo_work(record("all-gather", -1, -1, bytes_of(output)),
-                
-                    work, [output, out]() mutable { output.copy_(back(out, output)); },
-                    std::vector<torch::Tensor>{in});
+  return gloo_work(
+      record("all-gather", -1, -1, bytes_of(output)),
+
+      work, [output, out]() mutable { output.copy_(back(out, output)); },
+      std::vector<torch::Tensor>{in});
 }
 
 WorkPtr GlooCommunicator::reduce_scatter_async(torch::Tensor output, torch::Tensor input,
@@ -244,11 +244,10 @@ WorkPtr GlooCommunicator::broadcast_async(torch::Tensor tensor, int root) {
   c10d::BroadcastOptions options;
   options.rootRank = root;
   auto work = state_->group->broadcast(tensors, options);
-  return gloo_work(record("broadcast", -1, -1, bytes_of(tensor)),
-                work, [tensor, buffer]() mutable {
-                  const torch::Tensor result = back(buffer, tensor);
-                  if (!result.is_same(tensor)) tensor.copy_(result);
-                });
+  return gloo_work(record("broadcast", -1, -1, bytes_of(tensor)), work, [tensor, buffer]() mutable {
+    const torch::Tensor result = back(buffer, tensor);
+    if (!result.is_same(tensor)) tensor.copy_(result);
+  });
 }
 
 WorkPtr GlooCommunicator::isend(torch::Tensor tensor, int dst, int tag) {
@@ -256,8 +255,8 @@ WorkPtr GlooCommunicator::isend(torch::Tensor tensor, int dst, int tag) {
   torch::Tensor buffer = transport_buffer(tensor);
   std::vector<torch::Tensor> tensors{buffer};
   auto work = state_->group->send(tensors, dst, tag);
-  return gloo_work(record("send", dst, tag, bytes_of(tensor)),
-                work, nullptr, std::vector<torch::Tensor>{buffer});
+  return gloo_work(record("send", dst, tag, bytes_of(tensor)), work, nullptr,
+                   std::vector<torch::Tensor>{buffer});
 }
 
 WorkPtr GlooCommunicator::irecv(torch::Tensor tensor, int src, int tag) {
@@ -265,17 +264,15 @@ WorkPtr GlooCommunicator::irecv(torch::Tensor tensor, int src, int tag) {
   torch::Tensor buffer = transport_buffer(tensor);
   std::vector<torch::Tensor> tensors{buffer};
   auto work = state_->group->recv(tensors, src, tag);
-  return gloo_work(record("recv", src, tag, bytes_of(tensor)),
-                work, [tensor, buffer]() mutable {
-                  const torch::Tensor result = back(buffer, tensor);
-                  if (!result.is_same(tensor)) tensor.copy_(result);
-                });
+  return gloo_work(record("recv", src, tag, bytes_of(tensor)), work, [tensor, buffer]() mutable {
+    const torch::Tensor result = back(buffer, tensor);
+    if (!result.is_same(tensor)) tensor.copy_(result);
+  });
 }
 
 WorkPtr GlooCommunicator::barrier_async() {
   if (state_->size == 1) return std::make_shared<DoneWork>();
-  return gloo_work(record("barrier", -1, -1, 0),
-                state_->group->barrier(), nullptr);
+  return gloo_work(record("barrier", -1, -1, 0), state_->group->barrier(), nullptr);
 }
 
 std::unique_ptr<Communicator> GlooCommunicator::split(int color, int key) {

@@ -196,7 +196,8 @@ WorkPtr MpiCommunicator::all_gather_async(torch::Tensor output, torch::Tensor in
   TRIAX_MPI_CHECK(MPI_Iallgather(send.data_ptr(), count, type, recv.data_ptr(), count, type, comm_,
                                  &requests[0]));
   auto finish = copy_back(recv, output);
-  return mpi_work(std::move(requests), [send, finish]() { finish(); }, id);
+  return mpi_work(
+      std::move(requests), [send, finish]() { finish(); }, id);
 }
 
 WorkPtr MpiCommunicator::reduce_scatter_async(torch::Tensor output, torch::Tensor input,
@@ -214,7 +215,8 @@ WorkPtr MpiCommunicator::reduce_scatter_async(torch::Tensor output, torch::Tenso
   TRIAX_MPI_CHECK(MPI_Ireduce_scatter_block(send.data_ptr(), recv.data_ptr(), count, type,
                                             mpi_op(op), comm_, &requests[0]));
   auto finish = finish_reduce(recv, output, op, size_);
-  return mpi_work(std::move(requests), [send, finish]() { finish(); }, id);
+  return mpi_work(
+      std::move(requests), [send, finish]() { finish(); }, id);
 }
 
 WorkPtr MpiCommunicator::broadcast_async(torch::Tensor tensor, int root) {

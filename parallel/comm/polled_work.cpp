@@ -34,10 +34,10 @@ void PolledWork::fail(const std::exception& e) {
   if (completion_->is_timeout(e)) {
     flight::set_abandoning();
     completion_->abort();
-    throw TimeoutError(str("waited more than comm.timeout_s = ",
-                           static_cast<int>(Communicator::timeout()), " s for ", operation(), " (",
-                           completion_->library(), completion_->library().empty() ? "" : ": ",
-                           first_line, ")"));
+    throw TimeoutError(
+        str("waited more than comm.timeout_s = ", static_cast<int>(Communicator::timeout()),
+            " s for ", operation(), " (", completion_->library(),
+            completion_->library().empty() ? "" : ": ", first_line, ")"));
   }
   throw Error(str(operation(), " failed: ", first_line, completion_->failure_hint()));
 }
@@ -93,9 +93,8 @@ void PolledWork::wait() {
     if (waited > limit) {
       flight::set_abandoning();
       completion_->abort();
-      throw TimeoutError(str("waited ", static_cast<int>(waited.count()),
-                             " s (comm.timeout_s = ", static_cast<int>(limit.count()), ") for ",
-                             operation()));
+      throw TimeoutError(str("waited ", static_cast<int>(waited.count()), " s (comm.timeout_s = ",
+                             static_cast<int>(limit.count()), ") for ", operation()));
     }
   }
 }

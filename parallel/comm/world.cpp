@@ -15,8 +15,7 @@ Backend resolve_backend(Backend configured, const LaunchEnv& launch) {
   return launch.launcher == Launcher::kTorchrun ? Backend::kTcp : Backend::kMpi;
 }
 
-World::World(Backend backend, const LaunchEnv& launch, int timeout_s, int* argc,
-             char*** argv)
+World::World(Backend backend, const LaunchEnv& launch, int timeout_s, int* argc, char*** argv)
     : backend_(backend) {
   if (backend_ == Backend::kTcp) {
     comm_ = GlooCommunicator::world(launch, timeout_s);

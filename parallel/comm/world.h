@@ -26,8 +26,7 @@ Backend resolve_backend(Backend configured, const LaunchEnv& launch);
 class World {
  public:
   /// Brings up `backend` ("mpi" or "tcp"). Throws ConfigError when the launch cannot form it.
-  World(Backend backend, const LaunchEnv& launch, int timeout_s, int* argc,
-        char*** argv);
+  World(Backend backend, const LaunchEnv& launch, int timeout_s, int* argc, char*** argv);
 
   std::shared_ptr<Communicator> communicator() const { return comm_; }
   Backend backend() const { return backend_; }

@@ -35,8 +35,8 @@ struct DdpOptions {
   /// ZeRO-1 (optimizer.shard): each bucket is padded to a multiple of dp, the parameters become
   /// views into one flat buffer per bucket (so a rank's shard of them is one slice), and finish()
   /// reduce-scatters each bucket into this rank's averaged shard instead of all-reducing it; the
-  /// sharded optimizer (train/optim/sharded_adamw.h) updates the shard and all-gathers the parameters.
-  /// All reduce-scatters start in finish(), after the caller has summed tied gradients.
+  /// sharded optimizer (train/optim/sharded_adamw.h) updates the shard and all-gathers the
+  /// parameters. All reduce-scatters start in finish(), after the caller has summed tied gradients.
   bool shard = false;
 };
 

@@ -1,4 +1,5 @@
-// defines: triax::DdpBucketView, triax::GradientSync, triax::PerParameterAverage, triax::average_gradients,
+// defines: triax::DdpBucketView, triax::GradientSync, triax::PerParameterAverage,
+// triax::average_gradients,
 //          triax::make_gradient_sync
 //
 // Data parallelism as one interface for every model: replicas start equal (parameters

@@ -7,8 +7,7 @@
 using Catch::Contains;
 using namespace triax;
 
-TEST_CASE("after a timeout ranks wait a grace period; after an error they abort at once",
-          "[job]") {
+TEST_CASE("after a timeout ranks wait a grace period; after an error they abort at once", "[job]") {
   const FailureResponse error = respond_to_failure(false, Backend::kMpi, 0, 300, true);
   CHECK(error.grace_seconds == 0);
   CHECK_FALSE(error.print_summary);

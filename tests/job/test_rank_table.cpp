@@ -25,7 +25,8 @@ TEST_CASE("the rank table round-trips and parses what the readers read", "[job]"
 }
 
 TEST_CASE("malformed rank-table lines are skipped", "[job]") {
-  const RankTable table = parse_rank_table("0 n1 7\nnot a line\n1 n1\n2 n2 9 extra\n-1 n3 4\n3 n3 8");
+  const RankTable table =
+      parse_rank_table("0 n1 7\nnot a line\n1 n1\n2 n2 9 extra\n-1 n3 4\n3 n3 8");
   REQUIRE(table.size() == 2);
   CHECK(table[0].rank == 0);
   CHECK(table[1].rank == 3);  // the last line needs no newline

@@ -46,14 +46,15 @@ inline RunPlan plan_for(const Config& c, const ParallelContext& context) {
 /// batch (models/gpt_spec.h).
 inline Batch tiny_gpt_batch(int step, const Config& c) {
   torch::manual_seed(1000 + step % 2);
-  return token_batch(torch::randint(0, c.model.vocab, {c.train.global_batch, c.model.seq_len + 1},
-                                    torch::kLong));
+  return token_batch(
+      torch::randint(0, c.model.vocab, {c.train.global_batch, c.model.seq_len + 1}, torch::kLong));
 }
 
 /// This dp rank's rows of a global batch (as the distributed sampler deals them).
 inline Batch local_share(const Batch& global, const ParallelContext& context) {
-  return Batch{DistributedSampler::local_rows(global.inputs, context.dp_rank(), context.dp_size()),
-               DistributedSampler::local_rows(global.targets, context.dp_rank(), context.dp_size())};
+  return Batch{
+      DistributedSampler::local_rows(global.inputs, context.dp_rank(), context.dp_size()),
+      DistributedSampler::local_rows(global.targets, context.dp_rank(), context.dp_size())};
 }
 
 }  // namespace triax::testing

@@ -19,15 +19,16 @@
 
 #include "core/log.h"
 #include "core/strings.h"
+#include "models/mlp.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "train/batch_source.h"
 #include "train/lr_schedule.h"
 #include "train/trainer.h"
 
 using triax::Config;
-using triax::Trainer;
 using triax::ParallelContext;
 using triax::ParallelLayout;
+using triax::Trainer;
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include "parallel/comm/mpi_communicator.h"
 #include "support/test_world.h"
 #include "support/tiny_gpt.h"
-#include "train/trainer.h"
 #include "train/text_generator.h"
+#include "train/trainer.h"
 
 using namespace triax;
 

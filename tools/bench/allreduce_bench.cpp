@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "core/launch_env.h"
+#include "models/gpt_spec.h"
 #include "parallel/comm/hierarchical_communicator.h"
 #include "parallel/comm/world.h"
-#include "models/gpt_spec.h"
 #include "train/trainer.h"
 
 using namespace triax;

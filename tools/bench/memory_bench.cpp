@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "core/tensor_memory.h"
+#include "models/gpt_spec.h"
+#include "models/model_spec.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/comm/mpi_runtime.h"
-#include "models/model_spec.h"
-#include "models/gpt_spec.h"
 #include "train/trainer.h"
 
 using namespace triax;
@@ -89,8 +89,8 @@ int main(int argc, char** argv) {
   trainer.step(batch(2));
   const double activations = static_cast<double>(TensorMemory::peak() - after_first);
 
-  const StageMemory th = model_spec(config.model.arch)
-                              .memory(config, context.tp_size(), layers_here, first, last);
+  const StageMemory th =
+      model_spec(config.model.arch).memory(config, context.tp_size(), layers_here, first, last);
   // Without sharding: what building the trainer added beyond the parameters (DDP's buckets) and
   // what the first step left behind (AdamW's moments). With it the moments exist from the start,
   // so the trainer's own count of them is taken and set apart.
@@ -116,7 +116,8 @@ int main(int argc, char** argv) {
           "%-6s dp%d tp%d pp%d %-9s %-8s rank %d | params %6.1f MiB (theory %6.1f) | grads "
           "%6.1f (%6.1f) | AdamW %6.1f (%6.1f) | activations %6.1f (%6.1f, measured/theory "
           "%.2f)\n",
-          "memory", dp, context.tp_size(), context.pp_size(), choice_name(config.train.recompute).c_str(),
+          "memory", dp, context.tp_size(), context.pp_size(),
+          choice_name(config.train.recompute).c_str(),
           (std::string(shard ? "zero1" : "") + (config.parallel.sequence ? "+sp" : "")).c_str(), r,
           f(0) / mib, f(1) / mib, f(2) / mib, f(3) / mib, f(4) / mib, f(5) / mib, f(6) / mib,
           f(7) / mib, f(6) / f(7));

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "core/op_profile.h"
+#include "models/gpt_spec.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/comm/mpi_runtime.h"
-#include "models/gpt_spec.h"
 #include "train/trainer.h"
 
 using namespace triax;

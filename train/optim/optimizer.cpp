@@ -6,8 +6,8 @@
 namespace triax {
 
 std::unique_ptr<Optimizer> make_optimizer(const Config& config, std::vector<OptimizedParam> params,
-                                          const std::vector<GradientSync*>& syncs,
-                                          Communicator& dp, Communicator& model_parallel) {
+                                          const std::vector<GradientSync*>& syncs, Communicator& dp,
+                                          Communicator& model_parallel) {
   if (config.optimizer.shard) {
     return std::make_unique<ShardedAdamW>(config.train, std::move(params), syncs, dp,
                                           model_parallel);

@@ -61,7 +61,7 @@ class Optimizer {
 /// over `dp`, fed by `syncs` (DDP in shard mode, one per chunk, whose constructors got the
 /// parameters in this order, chunk after chunk).
 std::unique_ptr<Optimizer> make_optimizer(const Config& config, std::vector<OptimizedParam> params,
-                                          const std::vector<GradientSync*>& syncs,
-                                          Communicator& dp, Communicator& model_parallel);
+                                          const std::vector<GradientSync*>& syncs, Communicator& dp,
+                                          Communicator& model_parallel);
 
 }  // namespace triax

@@ -110,8 +110,8 @@ void ReplicatedOptimizer::load_state(const std::map<std::string, torch::Tensor>&
     state.erase(state_key(p.tensor));
     if (const torch::Tensor* avg = get(p.name, "exp_avg")) {
       if (!adamw_)
-        throw Error(
-            str("checkpoint holds AdamW state for ", p.name, "; this run's optimizer is not AdamW"));
+        throw Error(str("checkpoint holds AdamW state for ", p.name,
+                        "; this run's optimizer is not AdamW"));
       auto restored = std::make_unique<torch::optim::AdamWParamState>();
       restored->exp_avg(avg->clone());
       const torch::Tensor* sq = get(p.name, "exp_avg_sq");

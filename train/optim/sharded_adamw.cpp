@@ -2,9 +2,9 @@
 
 #include <cmath>
 
+#include "checkpoint/state_name.h"
 #include "core/error.h"
 #include "parallel/dp/grad_norm.h"
-#include "checkpoint/state_name.h"
 #include "train/optim/fused_adamw.h"
 
 namespace triax {
@@ -12,7 +12,10 @@ namespace triax {
 ShardedAdamW::ShardedAdamW(const TrainConfig& train, std::vector<OptimizedParam> params,
                            const std::vector<GradientSync*>& syncs, Communicator& dp,
                            Communicator& model_parallel)
-    : params_(std::move(params)), train_(train), dp_(dp), model_parallel_(model_parallel),
+    : params_(std::move(params)),
+      train_(train),
+      dp_(dp),
+      model_parallel_(model_parallel),
       lr_(train.lr) {
   size_t first = 0;
   for (GradientSync* sync : syncs) {

@@ -179,8 +179,9 @@ TEST_CASE("GPT training with the hierarchical all-reduce matches the flat one", 
       config.ddp.hierarchical = mode;
       ParallelContext context(world, layout, node, mode);
       Trainer hier(testing::plan_for(config, context), context);
-      CHECK_THAT(context.dp_choice(), Contains(mode == Hierarchical::kAuto ? "reduce-scatter in node"
-                                                                           : "among node leaders"));
+      CHECK_THAT(
+          context.dp_choice(),
+          Contains(mode == Hierarchical::kAuto ? "reduce-scatter in node" : "among node leaders"));
       hier_losses.clear();
       for (int step = 0; step < 6; ++step) {
         hier_losses.push_back(hier.step(testing::tiny_gpt_batch(step, config)));
