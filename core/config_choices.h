@@ -24,22 +24,12 @@ enum class ScheduleKind { kGpipe, k1F1B, kInterleaved };    ///< schedule.name
 enum class Hierarchical { kAuto, kTrue, kLeader, kFalse };  ///< ddp.hierarchical
 enum class Backend { kAuto, kMpi, kTcp };                   ///< comm.backend
 
+/// True for the enums above (the ones with YAML spellings).
 template <typename E>
-struct IsChoice : std::false_type {};
-template <>
-struct IsChoice<ModelKind> : std::true_type {};
-template <>
-struct IsChoice<OptimizerKind> : std::true_type {};
-template <>
-struct IsChoice<Recompute> : std::true_type {};
-template <>
-struct IsChoice<LrDecay> : std::true_type {};
-template <>
-struct IsChoice<ScheduleKind> : std::true_type {};
-template <>
-struct IsChoice<Hierarchical> : std::true_type {};
-template <>
-struct IsChoice<Backend> : std::true_type {};
+using IsChoice = std::disjunction<std::is_same<E, ModelKind>, std::is_same<E, OptimizerKind>,
+                                  std::is_same<E, Recompute>, std::is_same<E, LrDecay>,
+                                  std::is_same<E, ScheduleKind>, std::is_same<E, Hierarchical>,
+                                  std::is_same<E, Backend>>;
 
 /// The YAML spellings of E's values, in enum order ("gpipe", "1f1b", "interleaved").
 template <typename E>

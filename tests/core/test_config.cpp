@@ -137,3 +137,26 @@ TEST_CASE("docs/config.md documents every key as the code defines it", "[config]
   CHECK(text.substr(from + begin.size(), to - from - begin.size()) ==
         triax::describe_config_markdown());
 }
+
+TEST_CASE("closed choices are enums spelled as in the YAML", "[config]") {
+  using namespace triax;
+  const Config config = parse_config(
+      "model:\n  arch: gpt\ntrain:\n  recompute: selective\nschedule:\n  name: interleaved\n"
+      "ddp:\n  hierarchical: leader\ncomm:\n  backend: tcp\n");
+  CHECK(config.model.arch == ModelKind::kGpt);
+  CHECK(config.train.recompute == Recompute::kSelective);
+  CHECK(config.schedule.name == ScheduleKind::kInterleaved);
+  CHECK(config.ddp.hierarchical == Hierarchical::kLeader);
+  CHECK(config.comm.backend == Backend::kTcp);
+  // Written back with the same spelling, so a resolved config reads back equal.
+  const Config again = parse_config(to_yaml(config));
+  CHECK(again.schedule.name == ScheduleKind::kInterleaved);
+  CHECK(again.ddp.hierarchical == Hierarchical::kLeader);
+  CHECK(str(ScheduleKind::k1F1B, " ", LrDecay::kCosine, " ", OptimizerKind::kAdamW) ==
+        "1f1b cosine adamw");
+  CHECK(choice_from<Recompute>("full") == Recompute::kFull);
+  CHECK_THROWS_WITH(choice_from<Recompute>("half"),
+                    Contains("'half' is not a valid choice (valid: none, full, selective)"));
+  CHECK_THROWS_WITH(parse_config("train:\n  lr_decay: cosin\n"),
+                    Contains("train.lr_decay") && Contains("did you mean 'cosine'"));
+}

@@ -37,7 +37,7 @@ for case in "stop:3:3 3" "kill:2:3 2" "skip-send:0:3 0" "skip-collective:3:3 3";
   read -r fault culprit <<<"$case"
   name=${fault%%:*}
   run "$name" "$fault" "$@"
-  sleep 3  # the death watchers (core/death_watch.h) give each other 2 s
+  sleep 3  # the death watchers (job/death_watch.h) give each other 2 s
   "$TRIAX" flight "$WORK/$name" >"$WORK/$name.flight" 2>&1
   verdict=$(grep -m1 '^verdict' "$WORK/$name.flight")
   printf '%-16s %-6s %-8.1f %s\n' "$name" "$rc" "$seconds" "$verdict"
