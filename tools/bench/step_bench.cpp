@@ -5,7 +5,8 @@
 // 64, vocabulary 256, micro-batch 8 per dp rank, AdamW, no dropout), dp = N; its Python twin is
 // tools/bench/pytorch_step.py, which prints the same table for PyTorch. Threads per rank:
 // train.threads, else 1. Prints, for rank 0 and the slowest rank, the median of each phase over
-// S timed steps (forward, backward, DDP wait, clip, optimizer, loss sync; train/trainer.h),
+// S timed steps (forward, backward, DDP wait, gradient fix-ups, optimizer with the clip, loss
+// sync; train/trainer.h),
 // then the per-op self times of 3 further steps under LibTorch's profiler (core/op_profile.h).
 // --brief: one line (tokens/s, step time, exposed DDP communication), for scripts that compare
 // runs (tools/bench/ddp_vs_pytorch.sh).
@@ -152,8 +153,8 @@ int main(int argc, char** argv) {
     const char* names[] = {"forward (incl. loss)",
                            "backward (+hooks, p2p)",
                            "DDP wait (exposed)",
-                           "clip (norm, tied emb.)",
-                           "optimizer",
+                           "grad fix-ups (SP, tied)",
+                           "optimizer (norm+update)",
                            "loss sync",
                            "step total"};
     std::printf("%-24s %12s %7s %14s\n", "phase", "rank 0 ms", "share", "slowest rank ms");
