@@ -16,8 +16,9 @@
 namespace triax {
 
 struct ModelConfig {
-  /// Architecture: "mlp" (a Fashion-MNIST classifier, 784 -> hidden... -> 10) or "gpt" (a
-  /// decoder-only pre-LayerNorm transformer). Default "mlp".
+  /// Architecture: "mlp" (a Fashion-MNIST classifier, 784 -> hidden... -> 10), "gpt" (a
+  /// decoder-only pre-LayerNorm transformer, GPT-2's shape) or "llama" (RMSNorm, rotary
+  /// positions, grouped-query attention, SwiGLU: docs/models.md). Default "mlp".
   ModelKind arch = ModelKind::kMlp;
   /// Widths of the MLP's hidden layers, in features. Default [256, 128].
   std::vector<int64_t> mlp_hidden = {256, 128};
@@ -33,8 +34,34 @@ struct ModelConfig {
   int64_t vocab = 256;
   /// GPT: dropout probability (embeddings, attention probabilities, residual branches). Default 0.
   double dropout = 0.0;
-  /// GPT: the output projection reuses the token embedding matrix. Default true.
+  /// GPT, Llama: the output projection reuses the token embedding matrix. Default true (Llama
+  /// checkpoints usually untie it: the presets say false).
   bool tie_embeddings = true;
+  /// GPT: the MLP's activation, "gelu" (exact, erf) or "gelu_tanh" (GPT-2's tanh
+  /// approximation, what Hugging Face's GPT-2 computes). Default "gelu".
+  Activation activation = Activation::kGelu;
+  /// Llama: key/value heads (grouped-query attention); 0 = heads (multi-head attention). Must
+  /// divide heads, and parallel.tensor must divide it. Default 0.
+  int64_t kv_heads = 0;
+  /// Llama: SwiGLU hidden width; 0 = Llama's rule, 2/3 of 4 x hidden rounded up to
+  /// multiple_of. Default 0.
+  int64_t intermediate_size = 0;
+  /// Llama: what the SwiGLU width rule rounds up to. Default 256.
+  int64_t multiple_of = 256;
+  /// Llama: RMSNorm epsilon. Default 1e-5.
+  double norm_eps = 1e-5;
+  /// Llama: rotary embedding base (10000 Llama 2, 500000 Llama 3). Default 10000.
+  double rope_theta = 10000.0;
+  /// Llama 3.1 rotary frequency scaling: the factor (0 = none). Default 0.
+  double rope_scaling_factor = 0.0;
+  /// Llama 3.1 rotary scaling: low-frequency factor. Default 1.
+  double rope_low_freq_factor = 1.0;
+  /// Llama 3.1 rotary scaling: high-frequency factor. Default 4.
+  double rope_high_freq_factor = 4.0;
+  /// Llama 3.1 rotary scaling: the pretraining context length. Default 8192.
+  int64_t rope_original_max_positions = 8192;
+  /// Llama: biases on the q, k and v projections (Qwen2). Default false.
+  bool qkv_bias = false;
 };
 
 struct ParallelConfig {

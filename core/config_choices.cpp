@@ -9,7 +9,8 @@ namespace triax {
     return names;                                             \
   }
 
-TRIAX_CHOICE_NAMES(ModelKind, "mlp", "gpt")
+TRIAX_CHOICE_NAMES(ModelKind, "mlp", "gpt", "llama")
+TRIAX_CHOICE_NAMES(Activation, "gelu", "gelu_tanh")
 TRIAX_CHOICE_NAMES(OptimizerKind, "sgd", "adamw")
 TRIAX_CHOICE_NAMES(Recompute, "none", "full", "selective")
 TRIAX_CHOICE_NAMES(LrDecay, "constant", "cosine", "linear")

@@ -1,6 +1,6 @@
 // defines: triax::ModelKind, triax::OptimizerKind, triax::Recompute, triax::LrDecay,
-//          triax::ScheduleKind, triax::Hierarchical, triax::Backend, triax::choice_names,
-//          triax::choice_name, triax::parse_choice
+//          triax::ScheduleKind, triax::Activation, triax::Hierarchical, triax::Backend,
+//          triax::choice_names, triax::choice_name, triax::parse_choice
 //
 // Every closed choice of the YAML as an enum, decided once when the file is read: the schema
 // (config_schema.cpp) parses the spelling into the enum and writes it back, and the rest of the
@@ -16,7 +16,8 @@
 
 namespace triax {
 
-enum class ModelKind { kMlp, kGpt };                        ///< model.arch: mlp | gpt
+enum class ModelKind { kMlp, kGpt, kLlama };                ///< model.arch: mlp | gpt | llama
+enum class Activation { kGelu, kGeluTanh };                 ///< model.activation (GPT)
 enum class OptimizerKind { kSgd, kAdamW };                  ///< train.optimizer: sgd | adamw
 enum class Recompute { kNone, kFull, kSelective };          ///< train.recompute
 enum class LrDecay { kConstant, kCosine, kLinear };         ///< train.lr_decay
@@ -26,10 +27,10 @@ enum class Backend { kAuto, kMpi, kTcp };                   ///< comm.backend
 
 /// True for the enums above (the ones with YAML spellings).
 template <typename E>
-using IsChoice = std::disjunction<std::is_same<E, ModelKind>, std::is_same<E, OptimizerKind>,
-                                  std::is_same<E, Recompute>, std::is_same<E, LrDecay>,
-                                  std::is_same<E, ScheduleKind>, std::is_same<E, Hierarchical>,
-                                  std::is_same<E, Backend>>;
+using IsChoice = std::disjunction<std::is_same<E, ModelKind>, std::is_same<E, Activation>,
+                                  std::is_same<E, OptimizerKind>, std::is_same<E, Recompute>,
+                                  std::is_same<E, LrDecay>, std::is_same<E, ScheduleKind>,
+                                  std::is_same<E, Hierarchical>, std::is_same<E, Backend>>;
 
 /// The YAML spellings of E's values, in enum order ("gpipe", "1f1b", "interleaved").
 template <typename E>

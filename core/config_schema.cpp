@@ -18,7 +18,26 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("seq_len", c.model.seq_len, kPositive, "GPT tokens per sample");
     v.field("vocab", c.model.vocab, kPositive, "GPT vocabulary size (padded to a multiple of tp)");
     v.field("dropout", c.model.dropout, RealRule{0.0, 0.95}, "GPT dropout probability");
-    v.field("tie_embeddings", c.model.tie_embeddings, "GPT output projection = token embedding");
+    v.field("tie_embeddings", c.model.tie_embeddings,
+            "GPT, Llama: output projection = token embedding");
+    choice_field(v, "activation", c.model.activation,
+                 "GPT MLP activation: gelu (exact) or gelu_tanh (GPT-2's approximation)");
+    v.field("kv_heads", c.model.kv_heads, kNonNegative,
+            "Llama key/value heads (grouped-query attention); 0 = heads");
+    v.field("intermediate_size", c.model.intermediate_size, kNonNegative,
+            "Llama SwiGLU width; 0 = 8*hidden/3 rounded up to multiple_of");
+    v.field("multiple_of", c.model.multiple_of, kPositive, "Llama SwiGLU width rounding");
+    v.field("norm_eps", c.model.norm_eps, RealRule{0.0, 1.0, true}, "Llama RMSNorm epsilon");
+    v.field("rope_theta", c.model.rope_theta, RealRule{1.0, 1e9}, "Llama rotary base");
+    v.field("rope_scaling_factor", c.model.rope_scaling_factor, RealRule{0.0, 1e4},
+            "Llama 3.1 rotary frequency scaling factor; 0 = none");
+    v.field("rope_low_freq_factor", c.model.rope_low_freq_factor, RealRule{0.0, 1e4, true},
+            "Llama 3.1 rotary scaling: low-frequency factor");
+    v.field("rope_high_freq_factor", c.model.rope_high_freq_factor, RealRule{0.0, 1e4, true},
+            "Llama 3.1 rotary scaling: high-frequency factor");
+    v.field("rope_original_max_positions", c.model.rope_original_max_positions, kPositive,
+            "Llama 3.1 rotary scaling: pretraining context length");
+    v.field("qkv_bias", c.model.qkv_bias, "Llama biases on q, k, v (Qwen2)");
   });
   v.section("parallel", [&] {
     v.field("tensor", c.parallel.tensor, kPositive,

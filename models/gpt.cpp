@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "models/activation_checkpoint.h"
+#include "models/part_seed.h"
 #include "parallel/tp/sequence_parallel.h"
 #include "parallel/tp/tp_mappings.h"
 #include "parallel/tp/vocab_parallel_cross_entropy.h"
@@ -14,12 +15,7 @@ namespace {
 
 constexpr double kInitStd = 0.02;
 
-// Seeds the global generator for one part of the model, so each part's initial numbers depend
-// only on (seed, part), not on which other parts this process builds.
-void seed_part(uint64_t seed, int64_t part) {
-  torch::manual_seed(seed * 1000003ULL + static_cast<uint64_t>(part + 2));
-}
-constexpr int64_t kEmbeddingPart = -1;
+}  // namespace
 
 std::string valid_divisors(int64_t n) {
   std::vector<int64_t> divisors;
@@ -28,8 +24,6 @@ std::string valid_divisors(int64_t n) {
   }
   return join(divisors, ", ");
 }
-
-}  // namespace
 
 void check_gpt_layout(const Config& config) {
   const ModelConfig& m = config.model;
@@ -68,6 +62,7 @@ GptOptions GptOptions::from_config(const ModelConfig& model, uint64_t seed) {
   options.seq_len = model.seq_len;
   options.dropout = model.dropout;
   options.tie_embeddings = model.tie_embeddings;
+  options.activation = model.activation;
   options.seed = seed;
   return options;
 }
@@ -143,8 +138,11 @@ bool GptBlockImpl::sequence_parallel() const {
 }
 
 torch::Tensor GptBlockImpl::mlp(const torch::Tensor& x) {
-  if (sequence_parallel()) return fc_out->forward_scattered(torch::gelu(fc->forward_gathered(x)));
-  return fc_out(torch::gelu(fc(x)));
+  const char* approximate = options_.activation == Activation::kGeluTanh ? "tanh" : "none";
+  if (sequence_parallel()) {
+    return fc_out->forward_scattered(torch::gelu(fc->forward_gathered(x), approximate));
+  }
+  return fc_out(torch::gelu(fc(x), approximate));
 }
 
 torch::Tensor GptBlockImpl::forward(const torch::Tensor& x) {

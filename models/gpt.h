@@ -7,7 +7,7 @@
 //   logits = ln_f(h) @ W_out^T, W_out = tok_emb (tied) or a column-parallel head
 //   loss = vocab-parallel cross-entropy, mean over tokens that are not ignore_index
 // Heads are split across tp ranks (each rank attends with heads/tp heads); no rank ever holds the
-// full logits. GELU is the exact (erf) form.
+// full logits. GELU is the exact (erf) form, or GPT-2's tanh approximation (model.activation).
 //
 // A GptImpl can hold only a contiguous range of layers [first_layer, last_layer), plus the
 // embedding (has_embedding) and the final norm and head (has_head), so pipeline stages build only
@@ -31,6 +31,9 @@ namespace triax {
 /// laid out: heads not divisible by parallel.tensor, hidden not divisible by heads, ...
 void check_gpt_layout(const Config& config);
 
+/// "1, 2, 4, 8": the divisors of n, for messages that say what would be valid.
+std::string valid_divisors(int64_t n);
+
 struct GptOptions {
   int64_t vocab = 256;         ///< real vocabulary
   int64_t hidden = 128;        ///< features per token
@@ -39,11 +42,13 @@ struct GptOptions {
   int64_t seq_len = 64;        ///< maximum sequence length (learned positions)
   double dropout = 0.0;        ///< dropout probability
   bool tie_embeddings = true;  ///< output projection = token embedding
-  uint64_t seed = 1234;        ///< initial weights and dropout streams
-  int64_t first_layer = 0;     ///< first layer this part holds
-  int64_t last_layer = -1;     ///< one past its last layer; -1 = layers
-  bool has_embedding = true;   ///< holds the embeddings (first pipeline stage)
-  bool has_head = true;        ///< holds final norm, head and loss (last pipeline stage)
+  /// The MLP's GELU: exact (erf) or GPT-2's tanh approximation.
+  Activation activation = Activation::kGelu;
+  uint64_t seed = 1234;       ///< initial weights and dropout streams
+  int64_t first_layer = 0;    ///< first layer this part holds
+  int64_t last_layer = -1;    ///< one past its last layer; -1 = layers
+  bool has_embedding = true;  ///< holds the embeddings (first pipeline stage)
+  bool has_head = true;       ///< holds final norm, head and loss (last pipeline stage)
   /// Activation recompute (train.recompute): none; full: the first `recompute_layers` blocks
   /// of this part (0 = all) keep only their input and run again in backward; selective: every
   /// block recomputes its attention core (scores, softmax, dropout: the s^2 activations).

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "models/gpt_spec.h"
+#include "models/llama_spec.h"
 #include "models/mlp_spec.h"
 
 namespace triax {
@@ -16,6 +17,8 @@ const ModelSpec& model_spec(ModelKind kind) {
       return gpt_spec();
     case ModelKind::kMlp:
       return mlp_spec();
+    case ModelKind::kLlama:
+      return llama_spec();
   }
   throw Error("unknown model kind");
 }

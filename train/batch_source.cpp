@@ -84,6 +84,7 @@ std::unique_ptr<BatchSource> make_batch_source(const RunPlan& plan, int dp_rank)
   TRIAX_CHECK(plan.has_data, "make_batch_source: the plan's data is not open");
   switch (plan.model) {
     case ModelKind::kGpt:
+    case ModelKind::kLlama:
       return std::make_unique<TokenBatches>(plan, dp_rank);
     case ModelKind::kMlp:
       return std::make_unique<ImageBatches>(plan, dp_rank);

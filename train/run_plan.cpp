@@ -85,8 +85,8 @@ void open_data(RunPlan& plan, DataCheck check) {
     return;
   }
   try {
-    if (plan.model == ModelKind::kGpt) {
-      open_gpt_data(plan);
+    if (plan.model != ModelKind::kMlp) {
+      open_gpt_data(plan);  // token files, for every language model
     } else {
       open_mlp_data(plan);
     }
@@ -99,7 +99,7 @@ void open_data(RunPlan& plan, DataCheck check) {
 
 // Recompute and sequence parallelism are the GPT block's: the MLP would silently ignore them.
 void check_gpt_only_options(const Config& config) {
-  if (config.model.arch == ModelKind::kGpt) return;
+  if (model_spec(config.model.arch).pipelined) return;
   if (config.train.recompute != Recompute::kNone) {
     throw ConfigError(str("train.recompute: '", config.train.recompute,
                           "' recomputes GPT blocks; model.arch is '", config.model.arch,
@@ -116,8 +116,8 @@ void check_gpt_only_options(const Config& config) {
 // ZeRO-1 shards AdamW's moments over DDP's buckets, so it needs both (and the GPT trainer).
 void check_sharded_optimizer(const Config& config) {
   if (!config.optimizer.shard) return;
-  if (config.model.arch != ModelKind::kGpt) {
-    throw ConfigError(str("optimizer.shard: true is supported for model.arch: gpt, not '",
+  if (!model_spec(config.model.arch).pipelined) {
+    throw ConfigError(str("optimizer.shard: true is supported for model.arch: gpt, llama, not '",
                           config.model.arch, "' (set optimizer.shard: false)"));
   }
   if (config.train.optimizer != OptimizerKind::kAdamW) {
@@ -151,7 +151,7 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
   plan.activation_shape =
       spec.activation_shape(config, plan.batch.micro_batch, tp, plan.sequence_parallel);
   plan.eval_activation_shape = spec.activation_shape(config, plan.batch.micro_batch, tp, false);
-  if (plan.model == ModelKind::kGpt) {
+  if (plan.model != ModelKind::kMlp) {
     check_lr_schedule(config.train);  // the configuration's own mistakes before the data's
   } else {
     // The MLP's data is local and cheap to check, so its absence is named before the LR rule.

@@ -35,8 +35,9 @@ def load_safetensors(path):
 
 
 class Block(nn.Module):
-    def __init__(self, hidden, heads):
+    def __init__(self, hidden, heads, approximate="none"):
         super().__init__()
+        self.approximate = approximate  # "tanh": GPT-2's GELU (model.activation: gelu_tanh)
         self.ln1 = nn.LayerNorm(hidden)
         self.attn = nn.MultiheadAttention(hidden, heads, batch_first=True)
         self.ln2 = nn.LayerNorm(hidden)
@@ -48,15 +49,15 @@ class Block(nn.Module):
         future = torch.triu(torch.ones(s, s, dtype=torch.bool), diagonal=1)
         a = self.ln1(x)
         x = x + self.attn(a, a, a, attn_mask=future, need_weights=False)[0]
-        return x + self.fc_out(F.gelu(self.fc(self.ln2(x))))
+        return x + self.fc_out(F.gelu(self.fc(self.ln2(x)), approximate=self.approximate))
 
 
 class Gpt(nn.Module):
-    def __init__(self, vocab, hidden, heads, layers, seq_len, tied):
+    def __init__(self, vocab, hidden, heads, layers, seq_len, tied, approximate="none"):
         super().__init__()
         self.tok = nn.Embedding(vocab, hidden)
         self.pos = nn.Embedding(seq_len, hidden)
-        self.blocks = nn.ModuleList(Block(hidden, heads) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(hidden, heads, approximate) for _ in range(layers))
         self.ln_f = nn.LayerNorm(hidden)
         self.head = None if tied else nn.Linear(hidden, vocab, bias=False)
 
@@ -91,7 +92,8 @@ def main(path):
     tensors, meta = load_safetensors(path)
     sizes = {k: int(meta[k]) for k in ("vocab", "hidden", "heads", "layers", "seq_len")}
     tied = meta["tie_embeddings"] == "true"
-    model = Gpt(tied=tied, **sizes)
+    approximate = "tanh" if meta.get("activation") == "gelu_tanh" else "none"
+    model = Gpt(tied=tied, approximate=approximate, **sizes)
     names = triax_names(model, sizes["layers"])
     with torch.no_grad():
         for param, name in names.items():

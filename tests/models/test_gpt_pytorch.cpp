@@ -20,8 +20,10 @@ TEST_CASE("the GPT matches PyTorch: loss and every gradient", "[python][gpt]") {
     return;
   }
   auto single = MpiCommunicator::self();
+  // Untied with GPT-2's tanh GELU (model.activation: gelu_tanh), tied with the exact one.
   for (bool tied : {true, false}) {
     GptOptions options;
+    options.activation = tied ? Activation::kGelu : Activation::kGeluTanh;
     options.vocab = 61;
     options.hidden = 48;
     options.heads = 4;
@@ -47,10 +49,13 @@ TEST_CASE("the GPT matches PyTorch: loss and every gradient", "[python][gpt]") {
     for (const auto& item : model->named_parameters()) {
       file.tensors.emplace_back("grad." + item.key(), item.value().grad());
     }
-    file.metadata = {
-        {"vocab", str(options.vocab)},     {"hidden", str(options.hidden)},
-        {"heads", str(options.heads)},     {"layers", str(options.layers)},
-        {"seq_len", str(options.seq_len)}, {"tie_embeddings", tied ? "true" : "false"}};
+    file.metadata = {{"vocab", str(options.vocab)},
+                     {"hidden", str(options.hidden)},
+                     {"heads", str(options.heads)},
+                     {"layers", str(options.layers)},
+                     {"seq_len", str(options.seq_len)},
+                     {"tie_embeddings", tied ? "true" : "false"},
+                     {"activation", tied ? "gelu" : "gelu_tanh"}};
     const std::string path = (std::filesystem::temp_directory_path() /
                               str("triax_gpt_", ::getpid(), "_", tied, ".safetensors"))
                                  .string();

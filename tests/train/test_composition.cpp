@@ -1,7 +1,9 @@
 // The product's headline test: data, tensor and pipeline parallelism composed in every layout
 // (dp, tp, pp) in {1,2}^3 that fits this launch (mpiexec -n 1, 2, 4, 8), with every schedule
-// where pp > 1, train the GPT for 20 steps from the same initial weights on the same global
-// batches and must match the 1-process run: every step's loss and the final parameters.
+// where pp > 1, train the GPT — and the Llama (grouped-query attention; at tp = 2 also with
+// sequence parallelism, full recompute and ZeRO-1) — for 20 steps from the same initial weights on
+// the same global batches and must match the 1-process run: every step's loss and the final
+// parameters.
 // AdamW, dropout 0, fp32, gradient clipping active (max norm below the initial norm), so the
 // global norm across tp and pp is exercised too.
 // Tolerances: kLossTol = 1e-5 relative on each step's loss and on the gradient norm,
@@ -26,8 +28,30 @@ constexpr double kLossTol = 1e-5;
 constexpr double kParamTol = 5e-5;
 constexpr int kSteps = 20;
 
-Config tiny_config(int tp, int pp, const std::string& schedule, int chunks) {
-  return testing::tiny_gpt_config(tp, pp, schedule, chunks);
+using ConfigOf = Config (*)(int tp, int pp, const std::string& schedule, int chunks);
+
+// The tiny Llama: 4 query heads reading 2 kv heads (tp = 2 holds one kv head per rank), SwiGLU
+// width 24, untied head, RoPE with Llama 3.1 scaling so the scaled frequencies are exercised.
+Config tiny_llama_config(int tp, int pp, const std::string& schedule, int chunks) {
+  Config c = testing::tiny_gpt_config(tp, pp, schedule, chunks);
+  c.model.arch = ModelKind::kLlama;
+  c.model.kv_heads = 2;
+  c.model.intermediate_size = 24;
+  c.model.tie_embeddings = false;
+  c.model.rope_scaling_factor = 8;
+  c.model.rope_original_max_positions = 4;
+  return c;
+}
+
+// At tp = 2 the Llama also runs with sequence parallelism, full recompute and ZeRO-1 at once.
+Config tiny_llama_sp_config(int tp, int pp, const std::string& schedule, int chunks) {
+  Config c = tiny_llama_config(tp, pp, schedule, chunks);
+  if (tp > 1) {
+    c.parallel.sequence = true;
+    c.train.recompute = Recompute::kFull;
+    c.optimizer.shard = true;
+  }
+  return c;
 }
 
 Batch batch(int step, const Config& c) {
@@ -48,9 +72,7 @@ Result train(Trainer& trainer, const Config& c) {
   return r;
 }
 
-}  // namespace
-
-TEST_CASE("every (dp, tp, pp) layout and schedule trains like one process", "[mpi][compose]") {
+void check_every_layout(ConfigOf tiny_config, const char* family) {
   std::shared_ptr<Communicator> world = triax::testing::test_world();
   const int n = world->size();
   // The 1-process reference, on every rank.
@@ -98,9 +120,9 @@ TEST_CASE("every (dp, tp, pp) layout and schedule trains like one process", "[mp
         world->all_reduce(worst, ReduceOp::kMax);
         if (world->rank() == 0) {
           std::printf(
-              "[compose] dp=%d tp=%d pp=%d %-11s max rel loss diff %.2e, rel norm diff %.2e, param "
-              "diff %.2e\n",
-              dp, tp, pp, name.c_str(), worst[0].item<double>(), worst[1].item<double>(),
+              "[compose] %s dp=%d tp=%d pp=%d %-11s max rel loss diff %.2e, rel norm diff %.2e, "
+              "param diff %.2e\n",
+              family, dp, tp, pp, name.c_str(), worst[0].item<double>(), worst[1].item<double>(),
               worst[2].item<double>());
         }
         CHECK(loss_diff < kLossTol);
@@ -109,4 +131,15 @@ TEST_CASE("every (dp, tp, pp) layout and schedule trains like one process", "[mp
       }
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("every (dp, tp, pp) layout and schedule trains like one process", "[mpi][compose]") {
+  check_every_layout(testing::tiny_gpt_config, "gpt");
+}
+
+TEST_CASE("the Llama trains like one process in every layout and schedule", "[mpi][compose]") {
+  check_every_layout(tiny_llama_config, "llama");
+  check_every_layout(tiny_llama_sp_config, "llama+sp+recompute+zero1");
 }
