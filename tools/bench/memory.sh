@@ -3,20 +3,21 @@
 # allocator) next to the analytic model, for the main job's GPT scaled up (hidden 512, 8 layers,
 # 8 heads, sequence 256, micro-batch 4, fp32, AdamW): the baseline and activation recompute
 # (selective, full), ZeRO-1 (optimizer.shard) and sequence parallelism (parallel.sequence), in
-# layouts from 1 to 8 ranks. Formulas: tools/bench/memory_bench.cpp and
-# docs/memory.md. Each row is the first rank and, with a pipeline, the last (stages differ).
+# layouts from 1 to 8 ranks; then the same shape as a Llama (8 of 8 heads as 4 kv heads, SwiGLU
+# 1408, untied head). Formulas: models/gpt_memory.h, models/llama_memory.h and docs/memory.md. Each row is the first rank and, with a pipeline, the last (stages differ).
 #   tools/bench/memory.sh [MAX_RANKS]        (default 8)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 max=${1:-8}
 [ -x build/triax_bench_memory ] || { echo "build first: tools/setup.sh build" >&2; exit 2; }
 echo "$(nproc) cores, $(date -u +%F); MiB per rank; goal: measured within 10% of theory"
+model=()  # extra --set of the model family (empty: the GPT)
 row() {  # RANKS TP PP RECOMPUTE [SHARD [SEQUENCE]]
   [ "$1" -le "$max" ] || return 0
   mpirun -np "$1" build/triax_bench_memory --set parallel.tensor="$2" --set parallel.pipeline="$3" \
     --set train.recompute="$4" --set optimizer.shard="${5:-false}" \
-    --set parallel.sequence="${6:-false}" | grep '^memory' | sed -n '1p;$p' | uniq |
-    sed 's/^memory //'
+    --set parallel.sequence="${6:-false}" "${model[@]}" | grep '^memory' | sed -n '1p;$p' |
+    uniq | sed "s/^memory /${label:-gpt} /"
 }
 for recompute in none selective full; do row 1 1 1 "$recompute"; done
 row 2 1 1 none
@@ -37,3 +38,14 @@ row 4 4 1 none false true
 row 4 2 2 none false true
 row 4 2 2 full false true
 row 8 2 2 full true true
+# the Llama family (models/llama_memory.h): grouped-query attention, SwiGLU, RMSNorm, untied head
+label=llama
+model=(--set model.arch=llama --set model.kv_heads=4 --set model.multiple_of=64
+  --set model.tie_embeddings=false)
+for recompute in none selective full; do row 1 1 1 "$recompute"; done
+row 2 2 1 none
+row 2 1 2 none
+row 2 2 1 none false true
+row 2 2 1 selective false true
+row 4 2 2 full false true
+row 4 2 2 none true true
