@@ -7,25 +7,11 @@
 
 #include "models/gpt.h"
 #include "models/model_spec.h"
+#include "models/transformer_chunk.h"
 
 namespace triax {
 
-class GptChunk : public ModelChunk {
- public:
-  GptChunk(const GptOptions& options, Communicator& tp) : gpt_(options, tp) {}
-  torch::nn::Module& module() override { return *gpt_; }
-  torch::Tensor forward(const torch::Tensor& input, const Batch& micro) override;
-  torch::Tensor loss(const torch::Tensor& output, const Batch& micro) override;
-  torch::Tensor metric(const torch::Tensor& output, const Batch& micro) override;
-  torch::Tensor logits(const torch::Tensor& output) override;
-  std::vector<torch::Tensor> sequence_partial_parameters() override;
-  std::vector<std::pair<std::string, torch::Tensor>> rng_state() override;
-  void set_rng_state(const std::map<std::string, torch::Tensor>& state) override;
-  Gpt& gpt() { return gpt_; }
-
- private:
-  Gpt gpt_;
-};
+using GptChunk = TransformerChunk<Gpt>;
 
 /// Token sequences [n, seq_len + 1] as a batch: inputs tokens[:, :-1], targets tokens[:, 1:].
 Batch token_batch(const torch::Tensor& tokens);

@@ -1,6 +1,7 @@
 #include "models/gpt_stages.h"
 
 #include "core/error.h"
+#include "models/transformer_chunk.h"
 #include "parallel/grad_sums.h"
 
 namespace triax {
@@ -39,14 +40,7 @@ std::vector<std::pair<int64_t, int64_t>> split_layers(int64_t layers, int parts,
 
 GptOptions gpt_stage_options(const GptOptions& whole, int stage,
                              const std::vector<std::pair<int64_t, int64_t>>& ranges) {
-  TRIAX_CHECK(stage >= 0 && stage < static_cast<int>(ranges.size()), "stage ", stage, " of ",
-              ranges.size());
-  GptOptions options = whole;
-  options.first_layer = ranges[static_cast<size_t>(stage)].first;
-  options.last_layer = ranges[static_cast<size_t>(stage)].second;
-  options.has_embedding = stage == 0;
-  options.has_head = stage == static_cast<int>(ranges.size()) - 1;
-  return options;
+  return stage_options(whole, stage, ranges);
 }
 
 void all_reduce_tied_embedding_grads(std::vector<Gpt>& chunks, Communicator* embedding_group) {

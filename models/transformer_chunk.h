@@ -1,0 +1,95 @@
+// defines: triax::TransformerChunk, triax::stage_options, triax::transformer_stage_layers,
+//          triax::tokens_per_sample, triax::transformer_activation_shape
+//
+// What the GPT and the Llama share as model specs (models/model_spec.h): a chunk is one part of
+// the model holding a stage's layers — the embedding on the first stage, the final norm, head and
+// loss on the last — driven the same way whatever the family. `Model` is a module holder (Gpt,
+// Llama) with embed, run_layers, loss_from_hidden, logits_from_hidden,
+// sequence_partial_parameters and dropout; `Options` its options with the stage fields
+// (first_layer, last_layer, has_embedding, has_head).
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "models/gpt_stages.h"
+#include "models/model_spec.h"
+
+namespace triax {
+
+/// The options of stage `stage` of `whole`, given each stage's [first, last) layers.
+template <typename Options>
+Options stage_options(const Options& whole, int stage,
+                      const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  TRIAX_CHECK(stage >= 0 && stage < static_cast<int>(ranges.size()), "stage ", stage, " of ",
+              ranges.size());
+  Options options = whole;
+  options.first_layer = ranges[static_cast<size_t>(stage)].first;
+  options.last_layer = ranges[static_cast<size_t>(stage)].second;
+  options.has_embedding = stage == 0;
+  options.has_head = stage == static_cast<int>(ranges.size()) - 1;
+  return options;
+}
+
+/// The [first, last) layers of each of the p * v stages: balanced, or schedule.layer_boundaries.
+inline std::vector<std::pair<int64_t, int64_t>> transformer_stage_layers(const Config& config) {
+  const int stages = static_cast<int>(config.parallel.pipeline * config.schedule.chunks_per_rank);
+  return split_layers(config.model.layers, stages, config.schedule.layer_boundaries);
+}
+
+/// A language model's sample is seq_len tokens (of seq_len + 1: inputs and shifted targets).
+inline int64_t tokens_per_sample(const ModelConfig& model) {
+  return model.seq_len;
+}
+
+/// Between stages: [micro-batch, sequence, hidden]; with sequence parallelism in training each
+/// tp rank sends its part of the sequence.
+inline std::vector<int64_t> transformer_activation_shape(const Config& config, int64_t micro_batch,
+                                                         int tp, bool sequence_split) {
+  const int64_t seq = config.model.seq_len;
+  return {micro_batch, sequence_split ? seq / tp : seq, config.model.hidden};
+}
+
+template <typename Model>
+class TransformerChunk : public ModelChunk {
+ public:
+  template <typename Options>
+  TransformerChunk(const Options& options, Communicator& tp) : model_(options, tp) {}
+  torch::nn::Module& module() override { return *model_; }
+  torch::Tensor forward(const torch::Tensor& input, const Batch& micro) override {
+    return model_->run_layers(input.defined() ? input : model_->embed(micro.inputs));
+  }
+  torch::Tensor loss(const torch::Tensor& output, const Batch& micro) override {
+    return model_->loss_from_hidden(output, micro.targets);
+  }
+  /// Evaluation measures the held-out loss.
+  torch::Tensor metric(const torch::Tensor& output, const Batch& micro) override {
+    return model_->loss_from_hidden(output, micro.targets);
+  }
+  torch::Tensor logits(const torch::Tensor& output) override {
+    return model_->logits_from_hidden(output);
+  }
+  std::vector<torch::Tensor> sequence_partial_parameters() override {
+    return model_->sequence_partial_parameters();
+  }
+  std::vector<std::pair<std::string, torch::Tensor>> rng_state() override {
+    const auto streams = model_->dropout().state();
+    return {{"dropout_shared", streams[0]}, {"dropout_tp_local", streams[1]}};
+  }
+  void set_rng_state(const std::map<std::string, torch::Tensor>& state) override {
+    const auto shared = state.find("dropout_shared");
+    const auto local = state.find("dropout_tp_local");
+    if (shared != state.end() && local != state.end()) {
+      model_->dropout().set_state({shared->second, local->second});
+    }
+  }
+  Model& model() { return model_; }
+
+ private:
+  Model model_;
+};
+
+}  // namespace triax
