@@ -1,14 +1,13 @@
 #include "models/gpt.h"
 
 #include <cmath>
-#include <limits>
 
 #include "core/error.h"
 #include "models/activation_checkpoint.h"
+#include "models/lm_head.h"
 #include "models/part_seed.h"
 #include "parallel/tp/sequence_parallel.h"
 #include "parallel/tp/tp_mappings.h"
-#include "parallel/tp/vocab_parallel_cross_entropy.h"
 
 namespace triax {
 namespace {
@@ -90,14 +89,6 @@ GptBlockImpl::GptBlockImpl(const GptOptions& options, Communicator& tp, TpDropou
           RowParallelLinearOptions(4 * h, h).input_is_parallel(true).init_std(residual_std), tp));
 }
 
-const torch::Tensor& GptBlockImpl::causal_bias(int64_t s) {
-  if (!causal_bias_.defined() || causal_bias_.size(0) != s) {
-    causal_bias_ = torch::zeros({s, s}).masked_fill(torch::ones({s, s}, torch::kBool).triu(1),
-                                                    -std::numeric_limits<float>::infinity());
-  }
-  return causal_bias_;
-}
-
 torch::Tensor GptBlockImpl::attention(const torch::Tensor& x) {
   // With sequence parallelism x is this rank's part of the sequence: qkv gathers it.
   const bool sp = sequence_parallel();
@@ -118,7 +109,7 @@ torch::Tensor GptBlockImpl::attention(const torch::Tensor& x) {
   // softmax, dropout (split by head: each tp rank drops from its own stream) and the values.
   const auto core = [this, s, d](const torch::Tensor& q, const torch::Tensor& k,
                                  const torch::Tensor& v) {
-    const torch::Tensor scores = torch::baddbmm(causal_bias(s), q, k.transpose(1, 2), 1.0,
+    const torch::Tensor scores = torch::baddbmm(causal_bias_.of(s), q, k.transpose(1, 2), 1.0,
                                                 1.0 / std::sqrt(static_cast<double>(d)));
     const torch::Tensor probs =
         dropout_->tp_local(torch::softmax(scores, -1), options_.dropout, is_training());
@@ -234,27 +225,14 @@ torch::Tensor GptImpl::run_layers(torch::Tensor h) {
 
 torch::Tensor GptImpl::local_logits(const torch::Tensor& h) {
   TRIAX_CHECK(options_.has_head, "this part of the model has no head");
-  if (sequence_parallel()) {  // gathers the sequence; its backward sums over tp (no f)
-    const torch::Tensor x = final_norm(h);
-    return options_.tie_embeddings
-               ? gathered_linear(x, token_embedding->weight, torch::Tensor(), *tp_)
-               : head->forward_gathered(x);
-  }
-  const torch::Tensor x = final_norm(h);
-  if (options_.tie_embeddings) {
-    return torch::linear(copy_to_tp_region(x, *tp_), token_embedding->weight);
-  }
-  return head(x);
+  return output_logits(final_norm(h),
+                       options_.tie_embeddings ? token_embedding->weight : torch::Tensor(), head,
+                       sequence_parallel(), *tp_);
 }
 
 torch::Tensor GptImpl::loss_from_hidden(const torch::Tensor& h, const torch::Tensor& targets,
                                         int64_t ignore_index) {
-  const torch::Tensor logits = local_logits(h);
-  const torch::Tensor per_token =
-      vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}),
-                                   *tp_, options_.vocab, ignore_index);
-  const torch::Tensor count = targets.ne(ignore_index).sum().clamp_min(1);
-  return per_token.sum() / count;
+  return mean_token_loss(local_logits(h), targets, *tp_, options_.vocab, ignore_index);
 }
 
 torch::Tensor GptImpl::loss(const torch::Tensor& ids, const torch::Tensor& targets) {

@@ -19,6 +19,7 @@
 #include <torch/torch.h>
 
 #include "core/config.h"
+#include "models/lm_head.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/tp/column_parallel_linear.h"
 #include "parallel/tp/row_parallel_linear.h"
@@ -73,14 +74,11 @@ class GptBlockImpl : public torch::nn::Module {
   torch::Tensor mlp(const torch::Tensor& x);
   /// Sequence parallelism is on for this forward (training, tp > 1).
   bool sequence_parallel() const;
-  /// [s, s]: 0 on and below the diagonal, -inf above (a token sees only its past); built once
-  /// per sequence length, added to the scores inside the score matmul.
-  const torch::Tensor& causal_bias(int64_t s);
   GptOptions options_;
   TpDropout* dropout_;
   Communicator* tp_;
   int64_t local_heads_;
-  torch::Tensor causal_bias_;
+  CausalBias causal_bias_;
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   ColumnParallelLinear qkv{nullptr}, fc{nullptr};
   RowParallelLinear proj{nullptr}, fc_out{nullptr};

@@ -26,6 +26,7 @@
 #include <torch/torch.h>
 
 #include "core/config.h"
+#include "models/lm_head.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/tp/column_parallel_linear.h"
 #include "parallel/tp/row_parallel_linear.h"
@@ -103,12 +104,11 @@ class LlamaBlockImpl : public torch::nn::Module {
                           const torch::Tensor& sin);
   torch::Tensor mlp(const torch::Tensor& x);
   bool sequence_parallel() const;
-  const torch::Tensor& causal_bias(int64_t s);
   LlamaOptions options_;
   TpDropout* dropout_;
   Communicator* tp_;
   int64_t local_heads_, local_kv_heads_, head_dim_;
-  torch::Tensor causal_bias_;
+  CausalBias causal_bias_;
   RmsNorm input_norm{nullptr}, post_attention_norm{nullptr};
   ColumnParallelLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr};
   ColumnParallelLinear gate_proj{nullptr}, up_proj{nullptr};

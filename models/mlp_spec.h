@@ -21,7 +21,6 @@ class MlpChunk : public ModelChunk {
   torch::Tensor loss(const torch::Tensor& output, const Batch& micro) override;
   /// The fraction of the micro-batch classified correctly.
   torch::Tensor metric(const torch::Tensor& output, const Batch& micro) override;
-  Mlp& mlp() { return mlp_; }
 
  private:
   Mlp mlp_;

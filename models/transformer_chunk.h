@@ -86,7 +86,6 @@ class TransformerChunk : public ModelChunk {
       model_->dropout().set_state({shared->second, local->second});
     }
   }
-  Model& model() { return model_; }
 
  private:
   Model model_;
