@@ -18,6 +18,7 @@
 #include "parallel/tp/shard_spec.h"
 #include "support/test_world.h"
 #include "support/tiny_gpt.h"
+#include "support/tiny_llama.h"
 #include "train/trainer.h"
 
 using namespace triax;
@@ -30,22 +31,9 @@ constexpr int kSteps = 20;
 
 using ConfigOf = Config (*)(int tp, int pp, const std::string& schedule, int chunks);
 
-// The tiny Llama: 4 query heads reading 2 kv heads (tp = 2 holds one kv head per rank), SwiGLU
-// width 24, untied head, RoPE with Llama 3.1 scaling so the scaled frequencies are exercised.
-Config tiny_llama_config(int tp, int pp, const std::string& schedule, int chunks) {
-  Config c = testing::tiny_gpt_config(tp, pp, schedule, chunks);
-  c.model.arch = ModelKind::kLlama;
-  c.model.kv_heads = 2;
-  c.model.intermediate_size = 24;
-  c.model.tie_embeddings = false;
-  c.model.rope_scaling_factor = 8;
-  c.model.rope_original_max_positions = 4;
-  return c;
-}
-
 // At tp = 2 the Llama also runs with sequence parallelism, full recompute and ZeRO-1 at once.
 Config tiny_llama_sp_config(int tp, int pp, const std::string& schedule, int chunks) {
-  Config c = tiny_llama_config(tp, pp, schedule, chunks);
+  Config c = testing::tiny_llama_config(tp, pp, schedule, chunks);
   if (tp > 1) {
     c.parallel.sequence = true;
     c.train.recompute = Recompute::kFull;
@@ -140,6 +128,6 @@ TEST_CASE("every (dp, tp, pp) layout and schedule trains like one process", "[mp
 }
 
 TEST_CASE("the Llama trains like one process in every layout and schedule", "[mpi][compose]") {
-  check_every_layout(tiny_llama_config, "llama");
+  check_every_layout(testing::tiny_llama_config, "llama");
   check_every_layout(tiny_llama_sp_config, "llama+sp+recompute+zero1");
 }
