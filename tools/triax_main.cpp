@@ -21,6 +21,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/flight_recorder.h"
+#include "core/heap_reuse.h"
 #include "core/launch_env.h"
 #include "core/log.h"
 #include "core/run_paths.h"
@@ -218,6 +219,7 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
 
 int main(int argc, char** argv) {
   using namespace triax;
+  reuse_freed_heap();  // before any tensor: each step's activations reuse the last step's pages
   // At once: a SIGTERM/SIGUSR1 during start-up is honoured after the first step, not fatal.
   install_stop_signals();
   flight::install_dump_signal();

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/heap_reuse.h"
 #include "core/tensor_memory.h"
 #include "models/gpt_spec.h"
 #include "models/model_spec.h"
@@ -43,6 +44,7 @@ Config scaled_up_gpt() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  reuse_freed_heap();  // as `triax train` does (core/heap_reuse.h)
   TensorMemory::install();
   MpiRuntime mpi(&argc, &argv);
   std::vector<std::string> overrides;

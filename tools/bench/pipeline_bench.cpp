@@ -12,6 +12,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/heap_reuse.h"
 #include "models/gpt_stages.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/comm/mpi_runtime.h"
@@ -103,6 +104,7 @@ double run_once(const Config& config, Communicator& pp, const Run& run, bool pri
 }  // namespace
 
 int main(int argc, char** argv) {
+  reuse_freed_heap();  // as `triax train` does (core/heap_reuse.h)
   MpiRuntime mpi(&argc, &argv);
   try {
     if (argc < 2)

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/heap_reuse.h"
 #include "core/op_profile.h"
 #include "models/gpt_spec.h"
 #include "parallel/comm/mpi_communicator.h"
@@ -50,6 +51,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  reuse_freed_heap();  // as `triax train` does (core/heap_reuse.h)
   MpiRuntime mpi(&argc, &argv);
   std::string path;
   std::vector<std::string> overrides;

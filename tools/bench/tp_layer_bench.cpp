@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "core/heap_reuse.h"
 #include "models/gpt.h"
 #include "parallel/comm/counting_communicator.h"
 #include "parallel/comm/mpi_communicator.h"
@@ -20,6 +21,7 @@
 using namespace triax;
 
 int main(int argc, char** argv) {
+  reuse_freed_heap();  // as `triax train` does (core/heap_reuse.h)
   MpiRuntime mpi(&argc, &argv);
   const auto arg = [&](int i, int64_t fallback) {
     return argc > i ? std::atoll(argv[i]) : fallback;
