@@ -1,4 +1,5 @@
-// Activation recompute (train.recompute) changes memory, never numbers: in every (dp, tp, pp)
+// Activation recompute (train.recompute) changes memory, never numbers: for the GPT and the Llama,
+// in every (dp, tp, pp)
 // layout that fits this launch (mpiexec -n 1, 2, 4, 8) and every schedule, with dropout on (so the
 // dropout streams must be replayed exactly), full recompute of every block, of one block per
 // chunk, and selective recompute of the attention core give bit-identical losses, gradient norms
@@ -11,6 +12,7 @@
 #include "parallel/comm/mpi_communicator.h"
 #include "support/test_world.h"
 #include "support/tiny_gpt.h"
+#include "support/tiny_llama.h"
 #include "train/trainer.h"
 
 using namespace triax;
@@ -45,28 +47,31 @@ TEST_CASE("recompute gives bit-identical training in every layout and schedule",
           "[mpi][recompute]") {
   std::shared_ptr<Communicator> world = testing::test_world();
   const int n = world->size();
-  for (int tp : {1, 2}) {
-    for (int pp : {1, 2}) {
-      if (n % (tp * pp) != 0 || n / (tp * pp) > 2) continue;
-      std::vector<std::pair<std::string, int>> schedules{{"1f1b", 1}};
-      if (pp > 1) schedules = {{"gpipe", 1}, {"1f1b", 1}, {"interleaved", 2}};
-      for (const auto& [name, chunks] : schedules) {
-        Config config = testing::tiny_gpt_config(tp, pp, name, chunks);
-        config.model.dropout = 0.1;
-        const Run expected = train(config, world, "none", 0);
-        for (const auto& [mode, layers] :
-             std::vector<std::pair<std::string, int>>{{"full", 0}, {"full", 1}, {"selective", 0}}) {
-          INFO("tp=" << tp << " pp=" << pp << " schedule=" << name << " recompute=" << mode
-                     << " layers=" << layers);
-          const Run got = train(config, world, mode, layers);
-          CHECK(got.losses == expected.losses);
-          CHECK(got.norms == expected.norms);
-          REQUIRE(got.params.size() == expected.params.size());
-          bool same = true;
-          for (size_t k = 0; k < got.params.size(); ++k) {
-            same = same && got.params[k].equal(expected.params[k]);
+  for (const auto family : {testing::tiny_gpt_config, testing::tiny_llama_config}) {
+    for (int tp : {1, 2}) {
+      for (int pp : {1, 2}) {
+        if (n % (tp * pp) != 0 || n / (tp * pp) > 2) continue;
+        std::vector<std::pair<std::string, int>> schedules{{"1f1b", 1}};
+        if (pp > 1) schedules = {{"gpipe", 1}, {"1f1b", 1}, {"interleaved", 2}};
+        for (const auto& [name, chunks] : schedules) {
+          Config config = family(tp, pp, name, chunks);
+          config.model.dropout = 0.1;
+          const Run expected = train(config, world, "none", 0);
+          for (const auto& [mode, layers] : std::vector<std::pair<std::string, int>>{
+                   {"full", 0}, {"full", 1}, {"selective", 0}}) {
+            INFO(choice_name(config.model.arch)
+                 << " tp=" << tp << " pp=" << pp << " schedule=" << name << " recompute=" << mode
+                 << " layers=" << layers);
+            const Run got = train(config, world, mode, layers);
+            CHECK(got.losses == expected.losses);
+            CHECK(got.norms == expected.norms);
+            REQUIRE(got.params.size() == expected.params.size());
+            bool same = true;
+            for (size_t k = 0; k < got.params.size(); ++k) {
+              same = same && got.params[k].equal(expected.params[k]);
+            }
+            CHECK(same);
           }
-          CHECK(same);
         }
       }
     }
