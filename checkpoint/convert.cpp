@@ -46,6 +46,21 @@ ShardSpec spec_of(const ParameterEntry& entry) {
   return spec;
 }
 
+// A FullModelState's tensors, as a source.
+class StateSource : public FullTensorSource {
+ public:
+  explicit StateSource(const FullModelState& state) : state_(state) {}
+  std::vector<std::string> names() const override {
+    std::vector<std::string> out;
+    for (const auto& item : state_.tensors) out.push_back(item.first);
+    return out;
+  }
+  torch::Tensor get(const std::string& name) const override { return state_.tensors.at(name); }
+
+ private:
+  const FullModelState& state_;
+};
+
 // An optimizer's step counter is one number per parameter, never split.
 bool split_like_parameter(const StateName& name) {
   return name.state != "step";
@@ -85,7 +100,14 @@ FullModelState read_full_state(const Manifest& manifest) {
 
 std::string write_sharded_checkpoint(const FullModelState& state, int tensor, int pipeline,
                                      int chunks_per_rank, const std::string& out_root) {
-  Config config = state.config;
+  return write_sharded_checkpoint(state.config, state.step, StateSource(state), tensor, pipeline,
+                                  chunks_per_rank, out_root);
+}
+
+std::string write_sharded_checkpoint(const Config& source_config, int64_t step,
+                                     const FullTensorSource& source, int tensor, int pipeline,
+                                     int chunks_per_rank, const std::string& out_root) {
+  Config config = source_config;
   config.parallel.tensor = tensor;
   config.parallel.pipeline = pipeline;
   config.parallel.data = 0;
@@ -97,9 +119,9 @@ std::string write_sharded_checkpoint(const FullModelState& state, int tensor, in
   spec.check_layout(config);
   const auto ranges = spec.stage_layers(config);
   Manifest manifest;
-  manifest.dir = out_root + "/" + step_folder(state.step);
-  manifest.step = state.step;
-  manifest.consumed_samples = state.step * config.train.global_batch;
+  manifest.dir = out_root + "/" + step_folder(step);
+  manifest.step = step;
+  manifest.consumed_samples = step * config.train.global_batch;
   manifest.tensor = tensor;
   manifest.pipeline = pipeline;
   manifest.chunks_per_rank = chunks_per_rank;
@@ -110,30 +132,34 @@ std::string write_sharded_checkpoint(const FullModelState& state, int tensor, in
   fs::create_directories(manifest.dir);
   // parameter name -> the full-model names of its tensors (itself and its optimizer state)
   std::multimap<std::string, std::string> by_parameter;
-  for (const auto& item : state.tensors) {
-    by_parameter.emplace(StateName::parse(item.first).parameter, item.first);
+  for (const std::string& name : source.names()) {
+    by_parameter.emplace(StateName::parse(name).parameter, name);
   }
   for (int pp = 0; pp < pipeline; ++pp) {
     for (int tp = 0; tp < tensor; ++tp) {
       ShapeOnlyCommunicator group(tp, tensor);
       SafetensorsFile shard;
-      shard.metadata = {{"format", "triax-checkpoint-shard"}, {"step", std::to_string(state.step)}};
+      shard.metadata = {{"format", "triax-checkpoint-shard"}, {"step", std::to_string(step)}};
       for (int c = 0; c < chunks_per_rank; ++c) {
         const int stage = c * pipeline + pp;
         // The chunk as training builds it gives the names, shapes and splits.
         const std::unique_ptr<ModelChunk> part = spec.build_chunk(config, stage, ranges, group);
         const auto specs = collect_shard_specs(part->module());
         for (const auto& item : part->module().named_parameters()) {
-          TRIAX_CHECK(state.tensors.count(item.key()) != 0, "the model has no parameter ",
-                      item.key());
           const auto spec = specs.find(item.key());
           const auto range = by_parameter.equal_range(item.key());
+          TRIAX_CHECK(range.first != range.second, "the source has no parameter ", item.key());
           for (auto entry = range.first; entry != range.second; ++entry) {
             const StateName name = StateName::parse(entry->second);
-            const torch::Tensor& full = state.tensors.at(entry->second);
+            const torch::Tensor full = source.get(entry->second);
+            TRIAX_CHECK(full.sizes() == item.value().sizes() || spec != specs.end(), entry->second,
+                        ": the source's shape ", full.sizes(), " is not the model's ",
+                        item.value().sizes());
             const bool sharded = spec != specs.end() && split_like_parameter(name);
-            shard.tensors.emplace_back(name.in_chunk(c).str(),
-                                       sharded ? shard_of(full, spec->second, tp, tensor) : full);
+            // A copy: the source's tensor may be a view of a mapped file or of a bigger tensor.
+            shard.tensors.emplace_back(
+                name.in_chunk(c).str(),
+                sharded ? shard_of(full, spec->second, tp, tensor) : full.contiguous().clone());
           }
         }
         if (tp == 0) {

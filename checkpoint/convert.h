@@ -1,5 +1,5 @@
-// defines: triax::FullModelState, triax::read_full_state, triax::write_sharded_checkpoint,
-//          triax::export_full_model, triax::import_full_model
+// defines: triax::FullModelState, triax::FullTensorSource, triax::read_full_state,
+//          triax::write_sharded_checkpoint, triax::export_full_model, triax::import_full_model
 //
 // Offline conversions, on one process, between a sharded checkpoint and the whole model:
 //   reshard  = read_full_state (every shard unsharded: tp slices concatenated, padding removed,
@@ -17,6 +17,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "checkpoint/manifest.h"
 #include "core/config.h"
@@ -33,7 +34,22 @@ struct FullModelState {
 
 FullModelState read_full_state(const Manifest& manifest);
 
+/// Where write_sharded_checkpoint takes the full tensors from: a FullModelState in memory, or a
+/// converter that makes each tensor when asked (a Hugging Face import: checkpoint/hf_import.h),
+/// so that writing holds one shard plus one full tensor, never the whole model.
+class FullTensorSource {
+ public:
+  virtual ~FullTensorSource() = default;
+  /// Full-model state names ("name", "name@state").
+  virtual std::vector<std::string> names() const = 0;
+  /// The full tensor (fp32, unpadded); may be a read-only view that the writer copies from.
+  virtual torch::Tensor get(const std::string& name) const = 0;
+};
+
 /// Writes OUT_ROOT/step_NNNNNNNN (shards, manifest) and OUT_ROOT/latest for the layout.
+std::string write_sharded_checkpoint(const Config& config, int64_t step,
+                                     const FullTensorSource& source, int tensor, int pipeline,
+                                     int chunks_per_rank, const std::string& out_root);
 std::string write_sharded_checkpoint(const FullModelState& state, int tensor, int pipeline,
                                      int chunks_per_rank, const std::string& out_root);
 

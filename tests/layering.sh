@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Dependencies flow one way: tools -> train -> checkpoint -> job | models | schedules -> parallel |
-# data -> core. Fails, naming the file and the include, when a source includes a folder above its own
+# data -> tokenizer -> core. Fails, naming the file and the include, when a source includes a folder above its own
 # (or a test other than tools/'s own includes a header from tools/, the application).
 # usage: layering.sh SOURCE_DIR
 set -euo pipefail
 cd "$1"
 declare -A allowed=(
   [core]="core"
-  [data]="data core"
+  [tokenizer]="tokenizer core"
+  [data]="data tokenizer core"
   [parallel]="parallel core"
-  [models]="models parallel data core"
-  [schedules]="schedules parallel data core"
+  [models]="models parallel data tokenizer core"
+  [schedules]="schedules parallel data tokenizer core"
   [job]="job parallel core"
-  [checkpoint]="checkpoint job models schedules parallel data core"
-  [train]="train checkpoint job models schedules parallel data core"
+  [checkpoint]="checkpoint job models schedules parallel data tokenizer core"
+  [train]="train checkpoint job models schedules parallel data tokenizer core"
 )
 bad=0
 # A new top-level folder of sources must be given its place above.

@@ -11,7 +11,8 @@ const std::vector<std::string> kCommands = {"train",   "config", "prepare-data",
                                             "reshard", "export", "import",       "help", "version"};
 const std::vector<std::string> kOptions = {"--set",    "--world",    "--describe",     "--markdown",
                                            "--out",    "--help",     "--val-fraction", "--resume",
-                                           "--tensor", "--pipeline", "--chunks"};
+                                           "--tensor", "--pipeline", "--chunks",       "--config",
+                                           "--hf",     "--dtype",    "--max-shard-mb"};
 
 int parse_size(const std::string& option, const std::string& text) {
   char* end = nullptr;
@@ -55,8 +56,14 @@ std::string usage() {
          "  reshard SRC --tensor T --pipeline P [--chunks V] --out DST\n"
          "                                        rewrite a checkpoint for another tp/pp layout\n"
          "  export SRC --out FILE.safetensors     the whole model in one file (full names)\n"
+         "  export SRC --hf --out DIR [--dtype fp32|bf16] [--max-shard-mb N]\n"
+         "                                        a Hugging Face folder (config.json, "
+         "safetensors)\n"
          "  import FILE --tensor T --pipeline P [--chunks V] --out DST\n"
          "                                        a full-model file as a checkpoint (step 0)\n"
+         "  import HF_DIR --tensor T --pipeline P --out DST [--config YAML] [--set key=value]\n"
+         "                                        a Hugging Face folder as a checkpoint (step 0)\n"
+         "                                        and DST/config.yaml to train it with\n"
          "  version                               print the version\n"
          "  help                                  print this help\n"
          "\n"
@@ -106,6 +113,17 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
     } else if (arg == "--tensor" || arg == "--pipeline" || arg == "--chunks") {
       const int n = parse_size(arg, value(arg));
       (arg == "--tensor" ? args.tensor : arg == "--pipeline" ? args.pipeline : args.chunks) = n;
+    } else if (arg == "--config") {
+      args.base_config = value(arg);
+    } else if (arg == "--hf") {
+      args.hf = true;
+    } else if (arg == "--dtype") {
+      args.dtype = value(arg);
+      if (args.dtype != "fp32" && args.dtype != "bf16") {
+        throw ConfigError(str("--dtype: '", args.dtype, "' (valid: fp32, bf16)"));
+      }
+    } else if (arg == "--max-shard-mb") {
+      args.max_shard_mb = parse_size(arg, value(arg));
     } else if (arg == "--resume") {
       args.resume = value(arg);
     } else if (arg == "--val-fraction") {
@@ -139,12 +157,14 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
   }
   if ((args.command == "reshard" || args.command == "import") &&
       (args.inputs.size() != 1 || args.out.empty() || args.tensor == 0 || args.pipeline == 0)) {
-    throw ConfigError(str("triax ", args.command, " needs ",
-                          args.command == "reshard" ? "SRC_CHECKPOINT" : "FULL_MODEL.safetensors",
-                          " --tensor T --pipeline P --out DST_DIR"));
+    throw ConfigError(
+        str("triax ", args.command, " needs ",
+            args.command == "reshard" ? "SRC_CHECKPOINT" : "FULL_MODEL.safetensors or HF_DIR",
+            " --tensor T --pipeline P --out DST_DIR"));
   }
   if (args.command == "export" && (args.inputs.size() != 1 || args.out.empty())) {
-    throw ConfigError("triax export needs SRC_CHECKPOINT --out FULL_MODEL.safetensors");
+    throw ConfigError(
+        "triax export needs SRC_CHECKPOINT --out FULL_MODEL.safetensors (or --hf --out DIR)");
   }
   if ((args.command == "plot" || args.command == "flight") && args.inputs.size() != 1) {
     throw ConfigError(

@@ -17,9 +17,14 @@ cd "$(dirname "$0")/.."
 # libgloo-dev: headers of LibTorch's Gloo process group, the tcp backend under torchrun.
 # fortunes: the bundled English corpus of the GPT main job. python3-matplotlib: `triax plot`.
 # slurm-wlm: a one-machine Slurm cluster the test suite submits the sbatch script to.
+# nlohmann-json3-dev: Hugging Face's JSON files (config.json, the shard index, tokenizers).
+# libpcre2-dev: byte-level BPE pre-tokenisation (Unicode classes, look-ahead). libsentencepiece-dev,
+#   sentencepiece: SentencePiece models and training (spm_encode is the tests' oracle).
+# python3-regex: the tests' Python reference for the BPE pre-tokenisation regexes.
 PACKAGES=(g++ cmake ninja-build clang-format libtorch-dev libopenblas0-openmp mpich libmpich-dev
   libyaml-cpp-dev catch2 zlib1g-dev dataset-fashion-mnist python3-torch iproute2 util-linux procps
-  libgloo-dev fortunes python3-matplotlib slurm-wlm)
+  libgloo-dev fortunes python3-matplotlib slurm-wlm nlohmann-json3-dev libpcre2-dev
+  libsentencepiece-dev sentencepiece python3-regex)
 
 install_packages() {
   local missing=() p

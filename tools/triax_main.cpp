@@ -16,6 +16,8 @@
 #include <thread>
 
 #include "checkpoint/convert.h"
+#include "checkpoint/hf_export.h"
+#include "checkpoint/hf_import.h"
 #include "checkpoint/location.h"
 #include "checkpoint/resume.h"
 #include "core/config.h"
@@ -108,6 +110,19 @@ int run_flight(const CliArgs& args) {
 
 int run_convert(const CliArgs& args) {
   const std::string& source = args.inputs[0];
+  if (args.command == "import" && std::filesystem::is_directory(source)) {
+    const Config base = args.base_config.empty() ? parse_config("{}", args.overrides, "--set")
+                                                 : load_config(args.base_config, args.overrides);
+    const HfImport imported =
+        import_hf(source, base, args.tensor, args.pipeline, args.chunks, args.out);
+    std::printf(
+        "imported %s (%s, %lld tensors) -> %s (tp %d, pp %d)\n"
+        "train it: mpirun -np N build/triax train %s --resume %s\n",
+        source.c_str(), imported.hf.architecture.c_str(), static_cast<long long>(imported.tensors),
+        imported.checkpoint_dir.c_str(), args.tensor, args.pipeline, imported.config_path.c_str(),
+        args.out.c_str());
+    return 0;
+  }
   if (args.command == "import") {
     const FullModelState state = import_full_model(source);
     const std::string dir =
@@ -119,6 +134,15 @@ int run_convert(const CliArgs& args) {
   }
   const Manifest manifest = open_checkpoint(source, source);
   const FullModelState state = read_full_state(manifest);
+  if (args.command == "export" && args.hf) {
+    const HfExport exported =
+        export_hf(state, args.out, args.dtype, static_cast<int64_t>(args.max_shard_mb) << 20);
+    std::printf("exported %s (step %lld) -> %s: %lld tensors, %d file(s), %.1f MiB %s\n",
+                manifest.dir.c_str(), static_cast<long long>(state.step), args.out.c_str(),
+                static_cast<long long>(exported.tensors), exported.files,
+                static_cast<double>(exported.bytes) / (1 << 20), args.dtype.c_str());
+    return 0;
+  }
   if (args.command == "export") {
     export_full_model(state, args.out);
     std::printf("exported %s (step %lld) -> %s\n", manifest.dir.c_str(),
