@@ -179,10 +179,14 @@ struct DataConfig {
   /// GPT: folder written by `triax prepare-data` (train.tok, val.tok). Default
   /// "runs/tokens/fortunes".
   std::string tokens = "runs/tokens/fortunes";
+  /// GPT, Llama: the tokenizer the token files were made with (`triax prepare-data
+  /// --tokenizer`): "bytes", or a tokenizer file or folder (tokenizer/tokenizer.h). Decodes the
+  /// sample and `triax generate`'s text. Default "bytes".
+  std::string tokenizer = "bytes";
 };
 
 struct SampleConfig {
-  /// GPT: bytes of text generated from `prompt` at the end of training (0 = none). Default 200.
+  /// GPT: tokens generated from `prompt` at the end of training (0 = none). Default 200.
   int64_t tokens = 200;
   /// GPT: the text generation starts from. Default "The ".
   std::string prompt = "The ";

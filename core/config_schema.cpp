@@ -122,10 +122,13 @@ void visit_config(Config& c, ConfigVisitor& v) {
             "use only the first N test samples; 0 = all");
     v.field("tokens", c.data.tokens, {},
             "GPT: folder from `triax prepare-data` (train.tok, val.tok)");
+    v.field("tokenizer", c.data.tokenizer, {},
+            "GPT, Llama: what the token files were made with (`prepare-data --tokenizer`): "
+            "bytes, or a tokenizer file or folder; decodes samples and `triax generate`");
   });
   v.section("sample", [&] {
     v.field("tokens", c.sample.tokens, IntRule{0, 100000},
-            "GPT: bytes generated from the prompt after training; 0 = none");
+            "GPT: tokens generated from the prompt after training; 0 = none");
     v.field("prompt", c.sample.prompt, {}, "GPT: text the generation starts from");
     v.field("top_k", c.sample.top_k, IntRule{1, 1 << 20},
             "GPT: sample among the k likeliest; 1 = greedy");

@@ -1,13 +1,19 @@
 #include "data/prepare_data.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+#include <thread>
 
 #include "core/error.h"
 #include "data/token_file.h"
+#include "tokenizer/tokenizer.h"
 
 namespace triax {
 namespace {
@@ -25,7 +31,7 @@ std::string read_all(const fs::path& path) {
 }  // namespace
 
 PreparedData prepare_text_data(const std::vector<std::string>& inputs, const std::string& out_dir,
-                               double val_fraction) {
+                               double val_fraction, const Tokenizer& tokenizer, int threads) {
   PreparedData result;
   std::vector<fs::path> files;
   for (const std::string& input : inputs) {
@@ -50,32 +56,83 @@ PreparedData prepare_text_data(const std::vector<std::string>& inputs, const std
     }
   }
   std::string text;
+  std::vector<size_t> document_starts;  // offsets in `text`
   for (const fs::path& file : files) {
     const std::string content = read_all(file);
     if (content.find('\0') != std::string::npos) {
       result.skipped.push_back(file.string() + " (binary: has NUL bytes)");
       continue;
     }
+    document_starts.push_back(text.size());
     text += content;
     ++result.files;
   }
+  result.bytes = static_cast<int64_t>(text.size());
   if (text.size() < 2) {
     throw Error(str("prepare-data: no text in ", join(inputs, ", "),
                     result.skipped.empty() ? "" : " (every file was skipped)"));
   }
-  std::vector<uint16_t> train, val;
-  for (size_t begin = 0, block = 0; begin < text.size(); ++block) {
+  // Blocks of ~4 KiB ending at a line end, over the whole text (as before tokenizers, so the
+  // byte-level files are unchanged).
+  std::vector<std::pair<size_t, size_t>> blocks;
+  for (size_t begin = 0; begin < text.size();) {
     size_t end = std::min(text.size(), begin + kBlockBytes);
     const size_t newline = text.find('\n', end);
     end = end == text.size() ? end : (newline == std::string::npos ? text.size() : newline + 1);
-    const bool held_out = std::floor((block + 1) * val_fraction) > std::floor(block * val_fraction);
-    auto& out = held_out ? val : train;
-    for (size_t i = begin; i < end; ++i) out.push_back(static_cast<unsigned char>(text[i]));
+    blocks.emplace_back(begin, end);
     begin = end;
   }
+  // Each block's ids: its text cut at document starts, each document's first piece after bos,
+  // each document's last piece before eos.
+  document_starts.push_back(text.size());
+  const auto tokenize_block = [&](size_t k) {
+    std::vector<uint32_t> ids;
+    const auto [begin, end] = blocks[k];
+    auto doc = std::upper_bound(document_starts.begin(), document_starts.end(), begin) - 1;
+    for (size_t at = begin; at < end; ++doc) {
+      const size_t stop = std::min(end, *(doc + 1));
+      if (at == *doc && tokenizer.bos_id() >= 0)
+        ids.push_back(static_cast<uint32_t>(tokenizer.bos_id()));
+      for (int32_t id : tokenizer.encode(text.substr(at, stop - at))) {
+        ids.push_back(static_cast<uint32_t>(id));
+      }
+      if (stop == *(doc + 1) && tokenizer.eos_id() >= 0) {
+        ids.push_back(static_cast<uint32_t>(tokenizer.eos_id()));
+      }
+      at = stop;
+    }
+    return ids;
+  };
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::vector<uint32_t>> tokenized(blocks.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> workers;
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  for (int t = 0; t < std::max(1, threads); ++t) {
+    workers.emplace_back([&] {
+      try {
+        for (size_t k = next++; k < blocks.size(); k = next++) tokenized[k] = tokenize_block(k);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        failure = std::current_exception();
+        next = blocks.size();
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  if (failure) std::rethrow_exception(failure);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<uint32_t> train, val;
+  for (size_t block = 0; block < blocks.size(); ++block) {
+    const bool held_out = std::floor((block + 1) * val_fraction) > std::floor(block * val_fraction);
+    auto& out = held_out ? val : train;
+    out.insert(out.end(), tokenized[block].begin(), tokenized[block].end());
+  }
+  result.vocab = tokenizer.vocab_size();
   fs::create_directories(out_dir);
-  write_token_file(out_dir + "/train.tok", train, 256);
-  write_token_file(out_dir + "/val.tok", val, 256);
+  write_token_file(out_dir + "/train.tok", train, result.vocab);
+  write_token_file(out_dir + "/val.tok", val, result.vocab);
   result.train_tokens = static_cast<int64_t>(train.size());
   result.val_tokens = static_cast<int64_t>(val.size());
   return result;

@@ -30,9 +30,10 @@ uint64_t get(const unsigned char* at, int bytes) {
 
 }  // namespace
 
-void write_token_file(const std::string& path, const std::vector<uint16_t>& tokens, int64_t vocab) {
-  TRIAX_CHECK(vocab >= 1 && vocab <= 65536, path, ": vocabulary ", vocab, " (valid: 1 to 65536)");
-  const int width = vocab <= 256 ? 1 : 2;
+void write_token_file(const std::string& path, const std::vector<uint32_t>& tokens, int64_t vocab) {
+  TRIAX_CHECK(vocab >= 1 && vocab <= (int64_t{1} << 32), path, ": vocabulary ", vocab,
+              " (valid: 1 to 2^32)");
+  const int width = vocab <= 256 ? 1 : vocab <= 65536 ? 2 : 4;
   std::vector<unsigned char> body(tokens.size() * static_cast<size_t>(width));
   for (size_t i = 0; i < tokens.size(); ++i) {
     TRIAX_CHECK(tokens[i] < vocab, path, ": token ", tokens[i], " at ", i, " is >= vocab ", vocab);
@@ -80,8 +81,8 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
     bytes_per_token_ = static_cast<int>(get(map_ + 12, 4));
     count_ = static_cast<int64_t>(get(map_ + 16, 8));
     vocab_ = static_cast<int64_t>(get(map_ + 24, 8));
-    if (bytes_per_token_ != 1 && bytes_per_token_ != 2) {
-      throw Error(str(path, ": ", bytes_per_token_, " bytes per token (valid: 1 or 2)"));
+    if (bytes_per_token_ != 1 && bytes_per_token_ != 2 && bytes_per_token_ != 4) {
+      throw Error(str(path, ": ", bytes_per_token_, " bytes per token (valid: 1, 2 or 4)"));
     }
     const size_t expected =
         kTokenFileHeaderBytes + static_cast<size_t>(count_) * static_cast<size_t>(bytes_per_token_);
@@ -127,7 +128,8 @@ torch::Tensor TokenFile::read(int64_t offset, int64_t count) const {
   }
   torch::Tensor out = torch::empty({count}, torch::kLong);
   int64_t* dst = out.data_ptr<int64_t>();
-  for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<int64_t>(get(begin + 2 * i, 2));
+  const int width = bytes_per_token_;
+  for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<int64_t>(get(begin + width * i, width));
   return out;
 }
 

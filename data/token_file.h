@@ -3,7 +3,7 @@
 // A token file is a flat array of token ids behind a 64-byte header (all little-endian):
 //   0  char[8]  magic "TRIAXTOK"
 //   8  u32      format version (1)
-//   12 u32      bytes per token (1 when vocab <= 256, else 2)
+//   12 u32      bytes per token (1 when vocab <= 256, 2 when <= 65536, else 4: Llama 3)
 //   16 u64      number of tokens
 //   24 u64      vocabulary size (256 for bytes)
 //   32 u32      CRC-32 (zlib's) of the token bytes
@@ -25,7 +25,7 @@ namespace triax {
 constexpr size_t kTokenFileHeaderBytes = 64;
 
 /// Writes `tokens` (each < vocab) atomically. Throws Error naming the path on failure.
-void write_token_file(const std::string& path, const std::vector<uint16_t>& tokens, int64_t vocab);
+void write_token_file(const std::string& path, const std::vector<uint32_t>& tokens, int64_t vocab);
 
 class TokenFile {
  public:

@@ -7,8 +7,9 @@
 namespace triax {
 namespace {
 
-const std::vector<std::string> kCommands = {"train",   "config", "prepare-data", "plot", "flight",
-                                            "reshard", "export", "import",       "help", "version"};
+const std::vector<std::string> kCommands = {"train",     "config",   "prepare-data", "plot",
+                                            "flight",    "reshard",  "export",       "import",
+                                            "tokenizer", "generate", "help",         "version"};
 const std::vector<std::string> kOptions = {"--set",    "--world",    "--describe",     "--markdown",
                                            "--out",    "--help",     "--val-fraction", "--resume",
                                            "--tensor", "--pipeline", "--chunks",       "--config",
@@ -47,9 +48,17 @@ std::string usage() {
          "                                        validate CONFIG, print it resolved and, with\n"
          "                                        --world, the rank layout for N ranks\n"
          "  config --describe [--markdown]        list every configuration key with its default\n"
-         "  prepare-data INPUT... --out DIR [--val-fraction F]\n"
+         "  prepare-data INPUT... --out DIR [--val-fraction F] [--tokenizer PATH] [--threads N]\n"
          "                                        turn text files (or folders of them) into the\n"
-         "                                        byte-level token files DIR/train.tok, val.tok\n"
+         "                                        token files DIR/train.tok, val.tok (bytes, or\n"
+         "                                        the ids of a tokenizer file or folder)\n"
+         "  tokenizer train INPUT... --vocab N --out PREFIX [--model-type bpe|unigram]\n"
+         "                                        train a SentencePiece tokenizer (PREFIX.model)\n"
+         "  tokenizer encode|decode PATH [--pattern gpt2|llama3|qwen2]\n"
+         "                                        text on stdin -> ids on stdout, or back\n"
+         "  generate CHECKPOINT --prompt TEXT [--tokens N] [--tokenizer PATH] [--ids]\n"
+         "                                        greedy continuation on one process (or\n"
+         "                                        --prompt-ids 1,2,3 instead of text)\n"
          "  plot RUN_DIR [--out PNG]              draw RUN_DIR/metrics.jsonl's loss curves\n"
          "  flight RUN_DIR                        after a timeout or failure: which rank is\n"
          "                                        behind and where the job is stuck\n"
@@ -124,6 +133,24 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
       }
     } else if (arg == "--max-shard-mb") {
       args.max_shard_mb = parse_size(arg, value(arg));
+    } else if (arg == "--tokenizer") {
+      args.tokenizer = value(arg);
+    } else if (arg == "--threads") {
+      args.threads = parse_size(arg, value(arg));
+    } else if (arg == "--pattern") {
+      args.pattern = value(arg);
+    } else if (arg == "--vocab") {
+      args.vocab_size = parse_size(arg, value(arg));
+    } else if (arg == "--model-type") {
+      args.model_type = value(arg);
+    } else if (arg == "--prompt") {
+      args.prompt = value(arg);
+    } else if (arg == "--prompt-ids") {
+      args.prompt_ids = value(arg);
+    } else if (arg == "--tokens") {
+      args.tokens = parse_size(arg, value(arg));
+    } else if (arg == "--ids") {
+      args.print_ids = true;
     } else if (arg == "--resume") {
       args.resume = value(arg);
     } else if (arg == "--val-fraction") {
@@ -165,6 +192,22 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
   if (args.command == "export" && (args.inputs.size() != 1 || args.out.empty())) {
     throw ConfigError(
         "triax export needs SRC_CHECKPOINT --out FULL_MODEL.safetensors (or --hf --out DIR)");
+  }
+  if (args.command == "tokenizer") {
+    const std::string action = args.inputs.empty() ? "" : args.inputs[0];
+    if (action == "train" && (args.inputs.size() < 2 || args.out.empty())) {
+      throw ConfigError("triax tokenizer train needs INPUT... --out PREFIX [--vocab N]");
+    }
+    if ((action == "encode" || action == "decode") && args.inputs.size() != 2) {
+      throw ConfigError(str("triax tokenizer ", action, " needs one tokenizer PATH"));
+    }
+    if (action != "train" && action != "encode" && action != "decode") {
+      throw ConfigError(str("triax tokenizer '", action, "' (valid: train, encode, decode)"));
+    }
+  }
+  if (args.command == "generate" &&
+      (args.inputs.size() != 1 || (args.prompt.empty() && args.prompt_ids.empty()))) {
+    throw ConfigError("triax generate needs CHECKPOINT and --prompt TEXT (or --prompt-ids 1,2,3)");
   }
   if ((args.command == "plot" || args.command == "flight") && args.inputs.size() != 1) {
     throw ConfigError(

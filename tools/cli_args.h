@@ -10,25 +10,35 @@
 namespace triax {
 
 struct CliArgs {
-  std::string
-      command;  ///< train, config, prepare-data, plot, reshard, export, import, help, version
+  std::string command;  ///< train, config, prepare-data, plot, reshard, export, import, tokenizer,
+                        ///< generate, help, version
   std::string config_path;             ///< train/config: the YAML file
   std::vector<std::string> overrides;  ///< --set key=value, in order
   int world = 0;                       ///< --world N (config): layout for N ranks; 0 = launch's
   bool describe = false;               ///< --describe (config): list every key
   bool markdown = false;               ///< --markdown (config --describe): as a Markdown table
   std::vector<std::string>
-      inputs;  ///< prepare-data: text files or folders; plot: RUN_DIR; reshard/export/import: SRC
-  std::string out;             ///< --out: prepare-data's folder, plot's PNG
-  double val_fraction = 0.05;  ///< --val-fraction (prepare-data)
-  std::string resume;          ///< --resume DIR|latest (train): continue a checkpoint
-  int tensor = 0;              ///< --tensor T (reshard, import)
-  int pipeline = 0;            ///< --pipeline P (reshard, import)
-  int chunks = 1;              ///< --chunks V (reshard, import): chunks per pipeline rank
-  std::string base_config;     ///< --config YAML (import of a Hugging Face folder): the rest
-  bool hf = false;             ///< --hf (export): a Hugging Face folder
-  std::string dtype = "fp32";  ///< --dtype fp32|bf16 (export --hf)
-  int max_shard_mb = 0;        ///< --max-shard-mb N (export --hf): 0 = one file
+      inputs;  ///< prepare-data: text files or folders; plot: RUN_DIR; reshard/export/import: SRC;
+               ///< tokenizer: ACTION and its paths; generate: CHECKPOINT
+  std::string out;                 ///< --out: prepare-data's folder, plot's PNG
+  double val_fraction = 0.05;      ///< --val-fraction (prepare-data)
+  std::string resume;              ///< --resume DIR|latest (train): continue a checkpoint
+  int tensor = 0;                  ///< --tensor T (reshard, import)
+  int pipeline = 0;                ///< --pipeline P (reshard, import)
+  int chunks = 1;                  ///< --chunks V (reshard, import): chunks per pipeline rank
+  std::string base_config;         ///< --config YAML (import of a Hugging Face folder): the rest
+  bool hf = false;                 ///< --hf (export): a Hugging Face folder
+  std::string dtype = "fp32";      ///< --dtype fp32|bf16 (export --hf)
+  int max_shard_mb = 0;            ///< --max-shard-mb N (export --hf): 0 = one file
+  std::string tokenizer;           ///< --tokenizer PATH (prepare-data, generate)
+  int threads = 0;                 ///< --threads N (prepare-data): 0 = every core
+  std::string pattern = "llama3";  ///< --pattern gpt2|llama3|qwen2: a tiktoken file's
+  int vocab_size = 8000;           ///< --vocab N (tokenizer train)
+  std::string model_type = "bpe";  ///< --model-type bpe|unigram (tokenizer train)
+  std::string prompt;              ///< --prompt TEXT (generate)
+  std::string prompt_ids;          ///< --prompt-ids 1,2,3 (generate): ids instead of text
+  int tokens = 50;                 ///< --tokens N (generate): tokens to add
+  bool print_ids = false;          ///< --ids (generate): print the ids too
 };
 
 /// Throws ConfigError (with a "did you mean") on an unknown subcommand or option.

@@ -37,7 +37,10 @@
 #include "job/thread_choice.h"
 #include "parallel/comm/world.h"
 #include "parallel/parallel_context.h"
+#include "tokenizer/sentencepiece_model.h"
+#include "tokenizer/tokenizer.h"
 #include "tools/cli_args.h"
+#include "tools/generate_command.h"
 #include "tools/version.h"
 #include "train/run_plan.h"
 #include "train/training.h"
@@ -65,7 +68,14 @@ int run_config(const CliArgs& args) {
 }
 
 int run_prepare_data(const CliArgs& args) {
-  const PreparedData data = prepare_text_data(args.inputs, args.out, args.val_fraction);
+  TokenizerOptions options;
+  options.tiktoken_pattern = args.pattern;
+  const std::unique_ptr<Tokenizer> tokenizer =
+      load_tokenizer(args.tokenizer.empty() ? "bytes" : args.tokenizer, options);
+  const int threads =
+      args.threads > 0 ? args.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const PreparedData data =
+      prepare_text_data(args.inputs, args.out, args.val_fraction, *tokenizer, threads);
   // A folder like /usr/share/games/fortunes skips dozens of index files and links: name a few.
   constexpr size_t kShown = 3;
   for (size_t i = 0; i < std::min(kShown, data.skipped.size()); ++i) {
@@ -74,12 +84,52 @@ int run_prepare_data(const CliArgs& args) {
   if (data.skipped.size() > kShown) {
     std::printf("skipped %zu more non-text files or links\n", data.skipped.size() - kShown);
   }
+  const double tokens = static_cast<double>(data.train_tokens + data.val_tokens);
   std::printf(
-      "%lld text files -> %s/train.tok (%lld tokens), %s/val.tok (%lld tokens); "
-      "byte-level, vocabulary 256\n",
+      "%lld text files -> %s/train.tok (%lld tokens), %s/val.tok (%lld tokens); %s, "
+      "vocabulary %lld; %.0f tokens/s on %d thread(s)\n",
       static_cast<long long>(data.files), args.out.c_str(),
       static_cast<long long>(data.train_tokens), args.out.c_str(),
-      static_cast<long long>(data.val_tokens));
+      static_cast<long long>(data.val_tokens), tokenizer->describe().c_str(),
+      static_cast<long long>(data.vocab), data.seconds > 0 ? tokens / data.seconds : 0.0, threads);
+  if (!args.tokenizer.empty()) {
+    std::printf("train with --set data.tokens=%s --set data.tokenizer=%s --set model.vocab=%lld\n",
+                args.out.c_str(), args.tokenizer.c_str(), static_cast<long long>(data.vocab));
+  }
+  return 0;
+}
+
+// `triax tokenizer train|encode|decode`.
+int run_tokenizer(const CliArgs& args) {
+  const std::string& action = args.inputs[0];
+  if (action == "train") {
+    SentencePieceTraining training;
+    training.inputs.assign(args.inputs.begin() + 1, args.inputs.end());
+    training.out_prefix = args.out;
+    training.vocab_size = args.vocab_size;
+    training.model_type = args.model_type;
+    const std::string model = train_sentencepiece(training);
+    const auto trained = load_tokenizer(model);
+    std::printf("trained %s; prepare data with --tokenizer %s\n", trained->describe().c_str(),
+                model.c_str());
+    return 0;
+  }
+  TokenizerOptions options;
+  options.tiktoken_pattern = args.pattern;
+  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(args.inputs[1], options);
+  std::string input;  // stdin, read with stdio (see tokenizer/sentencepiece_shim.cpp on iostreams)
+  char buffer[1 << 16];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, stdin)) > 0;) input.append(buffer, n);
+  if (action == "encode") {
+    std::printf("%s\n", join(tokenizer->encode(input, true), " ").c_str());
+    return 0;
+  }
+  std::vector<int32_t> ids;
+  for (const std::string& word : split(input, ' ')) {
+    if (word.find_first_not_of(" \n\t") != std::string::npos) ids.push_back(std::stoi(word));
+  }
+  const std::string text = tokenizer->decode(ids);
+  std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }
 
@@ -260,6 +310,8 @@ int main(int argc, char** argv) {
     }
     if (args.command == "config") return run_config(args);
     if (args.command == "prepare-data") return run_prepare_data(args);
+    if (args.command == "tokenizer") return run_tokenizer(args);
+    if (args.command == "generate") return run_generate(args);
     if (args.command == "plot") return run_plot(args);
     if (args.command == "flight") return run_flight(args);
     if (args.command == "reshard" || args.command == "export" || args.command == "import") {

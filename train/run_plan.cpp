@@ -3,8 +3,10 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "data/token_file.h"
 #include "models/model_spec.h"
 #include "schedules/schedule_check.h"
+#include "tokenizer/tokenizer.h"
 #include "train/lr_schedule.h"
 
 namespace triax {
@@ -35,11 +37,26 @@ int64_t total_steps(const TrainConfig& train, int64_t steps_per_epoch) {
   return train.steps > 0 ? std::min(train.steps, all) : all;
 }
 
+// The tokenizer data.tokenizer names must be the one the token files were made with: at least
+// its vocabulary must be theirs (a mismatch would decode samples into nonsense).
+void check_tokenizer(const Config& c) {
+  if (c.data.tokenizer == "bytes") return;  // the default; synthetic test files use small ids
+  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(c.data.tokenizer);
+  const int64_t files = TokenFile(GptCorpus::train_path(c.data.tokens)).vocab();
+  if (tokenizer->vocab_size() != files) {
+    throw ConfigError(str("data.tokenizer: ", c.data.tokenizer, " has ", tokenizer->vocab_size(),
+                          " tokens, but ", GptCorpus::train_path(c.data.tokens),
+                          " was made with a vocabulary of ", files,
+                          " (valid: the tokenizer given to `triax prepare-data --tokenizer`)"));
+  }
+}
+
 void open_gpt_data(RunPlan& plan) {
   const Config& c = plan.config;
   const TrainConfig& train = c.train;
   plan.corpus = std::make_shared<const GptCorpus>(
       GptCorpus::open(c.data.tokens, c.model.seq_len, c.model.vocab));
+  check_tokenizer(c);
   DataPlan& d = plan.data;
   d.train_samples = plan.corpus->train.size();
   d.val_samples = plan.corpus->val.size();

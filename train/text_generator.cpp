@@ -18,12 +18,19 @@ int64_t pick_token(const torch::Tensor& logits, const SampleConfig& sample,
 
 }  // namespace
 
-std::string generate_text(Trainer& trainer, ParallelContext& context, const Config& config) {
+std::string generate_text(Trainer& trainer, ParallelContext& context, const Config& config,
+                          const Tokenizer& tokenizer) {
   const SampleConfig& sample = config.sample;
   const int64_t seq = config.model.seq_len;
   std::vector<int64_t> tokens;
-  for (unsigned char c : sample.prompt) tokens.push_back(c);
-  if (tokens.empty()) tokens.push_back('\n');
+  for (int32_t id : tokenizer.encode(sample.prompt, true)) tokens.push_back(id);
+  // An empty prompt starts from the beginning of a document (or a newline for bytes).
+  const bool start_token = tokens.empty();
+  if (start_token) {
+    tokens.push_back(tokenizer.bos_id() >= 0   ? tokenizer.bos_id()
+                     : tokenizer.eos_id() >= 0 ? tokenizer.eos_id()
+                                               : int64_t{'\n'});
+  }
   torch::NoGradGuard no_grad;
   std::vector<std::unique_ptr<ModelChunk>>& chunks = trainer.chunks();
   for (auto& chunk : chunks) chunk->module().eval();
@@ -57,15 +64,27 @@ std::string generate_text(Trainer& trainer, ParallelContext& context, const Conf
     tokens.push_back(chosen.item<int64_t>());
   }
   for (auto& chunk : chunks) chunk->module().train();
-  std::string text;
-  for (int64_t t : tokens) text += static_cast<char>(t);
-  return sample.prompt.empty() ? text.substr(1) : text;
+  const std::vector<int32_t> ids(tokens.begin() + (start_token ? 1 : 0), tokens.end());
+  return tokenizer.decode(ids);
 }
 
 std::string printable(const std::string& text) {
   std::string out;
-  for (unsigned char c : text) {
-    if ((c >= 32 && c < 127) || c == '\n' || c == '\t') {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    // A whole, valid UTF-8 sequence (2 to 4 bytes) is kept as it is.
+    const size_t length = (c & 0xE0) == 0xC0   ? 2
+                          : (c & 0xF0) == 0xE0 ? 3
+                          : (c & 0xF8) == 0xF0 ? 4
+                                               : 0;
+    bool valid = length > 0 && c >= 0xC2 && i + length <= text.size();
+    for (size_t k = 1; valid && k < length; ++k) {
+      valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    }
+    if (valid) {
+      out += text.substr(i, length);
+      i += length - 1;
+    } else if ((c >= 32 && c < 127) || c == '\n' || c == '\t') {
       out += static_cast<char>(c);
     } else {
       char escaped[8];

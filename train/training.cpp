@@ -213,11 +213,12 @@ void Training::save(Trainer& trainer, int64_t step) {
 std::string Training::write_sample(Trainer& trainer) {
   const SampleConfig& sample = plan_.config.sample;
   if (sample.tokens <= 0) return "";
-  const std::string text = generate_text(trainer, context_, plan_.config);
+  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(plan_.config.data.tokenizer);
+  const std::string text = generate_text(trainer, context_, plan_.config, *tokenizer);
   const std::string how = sample.top_k <= 1
                               ? std::string("greedy")
                               : str("top-k ", sample.top_k, ", temperature ", sample.temperature);
-  log::info(str("sample (", how, ", ", sample.tokens, " bytes after the prompt):\n",
+  log::info(str("sample (", how, ", ", sample.tokens, " tokens after the prompt):\n",
                 printable(text), "\n--- end of sample"));
   const RunPaths paths(plan_.config.run.dir);
   if (paths.enabled() && context_.rank() == 0) {

@@ -27,7 +27,7 @@ void poke(const std::string& path, std::streamoff offset, char value) {
 
 }  // namespace
 
-TEST_CASE("byte and two-byte token files round-trip", "[token_file]") {
+TEST_CASE("one-, two- and four-byte token files round-trip", "[token_file]") {
   const std::string bytes = temp_path("bytes.tok");
   write_token_file(bytes, {72, 105, 0, 255}, 256);
   CHECK(std::filesystem::file_size(bytes) == kTokenFileHeaderBytes + 4);
@@ -44,15 +44,21 @@ TEST_CASE("byte and two-byte token files round-trip", "[token_file]") {
   CHECK(std::filesystem::file_size(wide) == kTokenFileHeaderBytes + 6);
   CHECK(torch::equal(large.read(0, 3), torch::tensor({1000, 7, 50256}, torch::kLong)));
   CHECK_THROWS_WITH(write_token_file(temp_path("bad.tok"), {300}, 256), Contains(">= vocab 256"));
+
+  const std::string widest = temp_path("widest.tok");  // Llama 3's 128256 ids need 4 bytes
+  write_token_file(widest, {128000, 5, 128255}, 128256);
+  CHECK(std::filesystem::file_size(widest) == kTokenFileHeaderBytes + 12);
+  CHECK(
+      torch::equal(TokenFile(widest).read(0, 3), torch::tensor({128000, 5, 128255}, torch::kLong)));
 }
 
 TEST_CASE("a damaged token file names the file and the damage", "[token_file]") {
   const std::string path = temp_path("damaged.tok");
-  write_token_file(path, std::vector<uint16_t>(100, 65), 256);
+  write_token_file(path, std::vector<uint32_t>(100, 65), 256);
   poke(path, kTokenFileHeaderBytes + 10, 'B');
   CHECK_THROWS_WITH(TokenFile(path), Contains(path) && Contains("checksum mismatch"));
 
-  write_token_file(path, std::vector<uint16_t>(100, 65), 256);
+  write_token_file(path, std::vector<uint32_t>(100, 65), 256);
   std::filesystem::resize_file(path, kTokenFileHeaderBytes + 50);
   CHECK_THROWS_WITH(TokenFile(path), Contains("114 bytes but the header promises 164"));
 
@@ -63,7 +69,7 @@ TEST_CASE("a damaged token file names the file and the damage", "[token_file]") 
 
 TEST_CASE("token sequences are windows of seq_len + 1 sharing one token", "[token_file]") {
   const std::string path = temp_path("seq.tok");
-  std::vector<uint16_t> tokens(10);
+  std::vector<uint32_t> tokens(10);
   for (uint16_t i = 0; i < 10; ++i) tokens[i] = i;
   write_token_file(path, tokens, 256);
   const TokenSequences sequences(path, 3, 256);

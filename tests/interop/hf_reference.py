@@ -3,7 +3,8 @@
 independently of triax's code: what checks `triax import` / `triax export --hf`.
 
   hf_reference.py make DIR ARCH [--dtype F32|BF16] [--shards K] [--no-prefix] [--buffers]
-                  [--tied] [--vocab V] [--seed S]
+                  [--tied] [--vocab V] [--seed S] [--hidden H] [--layers L] [--heads A]
+                  [--positions P]
       a random-weight folder in the exact layout transformers writes: config.json and
       model.safetensors, or K shards model-0000k-of-0000K.safetensors + the index. ARCH: gpt2,
       llama (grouped-query, Llama 3.1 rope scaling), qwen2 (q/k/v biases), mistral.
@@ -14,6 +15,9 @@ independently of triax's code: what checks `triax import` / `triax export --hf`.
       FILE holds "ids" [b, s] and triax's "logits" [b, s, V] after import: they must equal this
       script's logits from DIR (Hugging Face semantics: GPT2LMHeadModel with gelu_new, or
       LlamaForCausalLM's RMSNorm/rotate_half/repeat_kv/SwiGLU), within 1e-5 of their scale.
+  hf_reference.py greedy DIR PROMPT_IDS N TRIAX_IDS
+      the greedy continuation (N tokens after the comma-separated prompt) computed from DIR must
+      equal triax's ids (space- or comma-separated).
   hf_reference.py same DIR_A DIR_B
       every tensor of A in B with the same name, shape, dtype and bytes, and no other (an
       import -> export round trip).
@@ -100,16 +104,19 @@ def load_weights(directory):
 
 # --- random folders -------------------------------------------------------------------------
 
-def configs(arch, vocab, tied):
+def configs(arch, vocab, tied, size):
     if arch == "gpt2":
         return {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": vocab,
-                "n_positions": 16, "n_ctx": 16, "n_embd": 32, "n_layer": 2, "n_head": 4,
+                "n_positions": size["positions"], "n_ctx": size["positions"],
+                "n_embd": size["hidden"], "n_layer": size["layers"], "n_head": size["heads"],
                 "n_inner": None, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
                 "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1,
                 "tie_word_embeddings": True, "bos_token_id": vocab - 1, "eos_token_id": vocab - 1}
-    base = {"vocab_size": vocab, "hidden_size": 32, "intermediate_size": 40,
-            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-            "hidden_act": "silu", "max_position_embeddings": 64, "rms_norm_eps": 1e-5,
+    base = {"vocab_size": vocab, "hidden_size": size["hidden"],
+            "intermediate_size": size["hidden"] * 5 // 4, "num_hidden_layers": size["layers"],
+            "num_attention_heads": size["heads"], "num_key_value_heads": size["heads"] // 2,
+            "hidden_act": "silu", "max_position_embeddings": size["positions"] * 4,
+            "rms_norm_eps": 1e-5,
             "rope_theta": 500.0, "tie_word_embeddings": tied, "bos_token_id": 1, "eos_token_id": 2}
     if arch == "llama":
         base.update({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
@@ -180,8 +187,8 @@ def random_weights(c, prefix, buffers, generator):
 
 
 def make(directory, arch, dtype="F32", shards=1, prefix=True, buffers=False, tied=False,
-         vocab=61, seed=0):
-    c = configs(arch, vocab, tied)
+         vocab=61, seed=0, size=None):
+    c = configs(arch, vocab, tied, size or {"hidden": 32, "layers": 2, "heads": 4, "positions": 16})
     c["torch_dtype"] = {"F32": "float32", "BF16": "bfloat16", "F16": "float16"}[dtype]
     generator = torch.Generator().manual_seed(seed)
     w = random_weights(c, "transformer." if prefix else "", buffers, generator)
@@ -293,6 +300,19 @@ def check_logits(directory, path):
     return 0 if diff <= 1e-5 * max(scale, 1.0) else 1
 
 
+def check_greedy(directory, prompt, count, triax_ids):
+    """Greedy continuation of the comma-separated prompt ids; must equal triax's ids."""
+    c = json.load(open(os.path.join(directory, "config.json")))
+    seq = c.get("n_positions", c.get("max_position_embeddings"))
+    tokens = [int(t) for t in prompt.split(",")]
+    for _ in range(count):
+        window = torch.tensor([tokens[-seq:]])
+        tokens.append(int(folder_logits(directory, window)[0, -1].argmax()))
+    got = [int(t) for t in triax_ids.replace(",", " ").split()]
+    print(f"greedy continuation of {directory}: reference {tokens}, triax {got}")
+    return 0 if got == tokens else 1
+
+
 def check_same(a, b):
     ta, tb = read_folder(a), read_folder(b)
     bad = [n for n in ta if n not in tb or ta[n] != tb[n]] + [n for n in tb if n not in ta]
@@ -326,7 +346,8 @@ def check_loss(directory, val_path, run_dir, step, batches, global_batch):
 
 def main(argv):
     if argv[0] == "make":
-        opts = {"dtype": "F32", "shards": "1", "vocab": "61", "seed": "0"}
+        opts = {"dtype": "F32", "shards": "1", "vocab": "61", "seed": "0", "hidden": "32",
+                "layers": "2", "heads": "4", "positions": "16"}
         flags = set()
         rest = argv[3:]
         while rest:
@@ -336,8 +357,11 @@ def main(argv):
             else:
                 opts[key] = rest.pop(0)
         make(argv[1], argv[2], opts["dtype"], int(opts["shards"]), "no-prefix" not in flags,
-             "buffers" in flags, "tied" in flags, int(opts["vocab"]), int(opts["seed"]))
+             "buffers" in flags, "tied" in flags, int(opts["vocab"]), int(opts["seed"]),
+             {k: int(opts[k]) for k in ("hidden", "layers", "heads", "positions")})
         return 0
+    if argv[0] == "greedy":
+        return check_greedy(argv[1], argv[2], int(argv[3]), argv[4])
     if argv[0] == "logits":
         return check_logits(argv[1], argv[2])
     if argv[0] == "same":

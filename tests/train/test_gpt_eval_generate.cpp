@@ -32,7 +32,7 @@ Outcome train_then_evaluate(const Config& config, ParallelContext& context) {
   Outcome outcome;
   outcome.val_loss = trainer.evaluate_local(
       token_batch(DistributedSampler::local_rows(held_out, context.dp_rank(), context.dp_size())));
-  outcome.text = generate_text(trainer, context, config);
+  outcome.text = generate_text(trainer, context, config, *load_tokenizer("bytes"));
   return outcome;
 }
 

@@ -1,0 +1,82 @@
+#include "tools/generate_command.h"
+
+#include <cstdio>
+
+#include "checkpoint/resume.h"
+#include "core/error.h"
+#include "core/strings.h"
+#include "models/model_spec.h"
+#include "parallel/comm/mpi_communicator.h"
+#include "parallel/comm/mpi_runtime.h"
+#include "tokenizer/tokenizer.h"
+#include "train/text_generator.h"
+
+namespace triax {
+
+std::vector<int64_t> greedy_continuation(const FullModelState& state,
+                                         const std::vector<int64_t>& prompt, int64_t count) {
+  Config config = state.config;
+  config.parallel.tensor = 1;
+  config.parallel.pipeline = 1;
+  config.schedule.chunks_per_rank = 1;
+  config.schedule.layer_boundaries.clear();
+  const ModelSpec& spec = model_spec(config.model.arch);
+  TRIAX_CHECK(spec.generates_text, "model.arch ", choice_name(config.model.arch),
+              " does not generate text");
+  auto single = MpiCommunicator::self();
+  const std::unique_ptr<ModelChunk> model =
+      spec.build_chunk(config, 0, spec.stage_layers(config), *single);
+  torch::NoGradGuard no_grad;
+  for (auto& item : model->module().named_parameters()) {
+    const auto it = state.tensors.find(item.key());
+    TRIAX_CHECK(it != state.tensors.end(), "the checkpoint has no parameter ", item.key());
+    item.value().copy_(it->second);
+  }
+  model->module().eval();
+  std::vector<int64_t> tokens = prompt;
+  const int64_t seq = config.model.seq_len;
+  for (int64_t n = 0; n < count; ++n) {
+    const int64_t length = std::min<int64_t>(static_cast<int64_t>(tokens.size()), seq);
+    const torch::Tensor window =
+        torch::tensor(std::vector<int64_t>(tokens.end() - length, tokens.end()), torch::kLong)
+            .unsqueeze(0);
+    const Batch batch{window, window};
+    const torch::Tensor logits = model->logits(model->forward(torch::Tensor(), batch));
+    // The real vocabulary only (tp padding never wins).
+    tokens.push_back(
+        logits[0][length - 1].narrow(0, 0, config.model.vocab).argmax().item<int64_t>());
+  }
+  return tokens;
+}
+
+int run_generate(const CliArgs& args) {
+  MpiRuntime mpi(nullptr, nullptr);  // one process: MPI's self communicator for the model's tp group
+  const Manifest manifest = open_checkpoint(args.inputs[0], args.inputs[0]);
+  const FullModelState state = read_full_state(manifest);
+  const std::string path = args.tokenizer.empty() ? state.config.data.tokenizer : args.tokenizer;
+  TokenizerOptions options;
+  options.tiktoken_pattern = args.pattern;
+  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(path, options);
+  std::vector<int64_t> prompt;
+  if (!args.prompt_ids.empty()) {
+    for (const std::string& id : split(args.prompt_ids, ',')) prompt.push_back(std::stoll(id));
+  } else {
+    for (int32_t id : tokenizer->encode(args.prompt, true)) prompt.push_back(id);
+  }
+  if (prompt.empty()) throw ConfigError("--prompt: the prompt encodes to no tokens");
+  for (int64_t id : prompt) {
+    if (id < 0 || id >= state.config.model.vocab) {
+      throw ConfigError(str("--prompt: token ", id, " is outside the model's vocabulary [0, ",
+                            state.config.model.vocab, ")"));
+    }
+  }
+  const std::vector<int64_t> tokens = greedy_continuation(state, prompt, args.tokens);
+  if (args.print_ids) {
+    std::printf("ids: %s\n", join(tokens, " ").c_str());
+  }
+  const std::string text = tokenizer->decode(std::vector<int32_t>(tokens.begin(), tokens.end()));
+  std::printf("%s\n", printable(text).c_str());
+  return 0;
+}
+
+}  // namespace triax
