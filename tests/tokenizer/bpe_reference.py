@@ -15,6 +15,9 @@
                                                     triax's pre-tokenizer pieces must equal
                                                     regex.findall's
   bpe_reference.py to-tiktoken DIR OUT              GPT-2's files as a tiktoken rank file
+  bpe_reference.py to-tokenizer-json DIR OUT [FAMILY]
+                                                    GPT-2's files as a Hugging Face tokenizer.json
+                                                    (FAMILY llama3/qwen2: Split regex + ignore_merges)
   bpe_reference.py bench DIR TEXT                   tokens/s of this encoder on TEXT (one thread)
 Exits 1 on any mismatch, printing the first few.
 """
@@ -177,11 +180,39 @@ def main(argv):
                 raw = bytes(decoder[c] for c in token)
                 f.write(f"{base64.b64encode(raw).decode()} {rank}\n")
         return 0
+    if mode == "to-tokenizer-json":
+        # GPT-2's files in Hugging Face tokenizers' format; with a family other than gpt2, the
+        # Llama 3 layout: a Split pre-tokenizer with the family's regex and ignore_merges.
+        family = argv[3] if len(argv) > 3 else "gpt2"
+        enc = json.load(open(f"{argv[1]}/encoder.json", encoding="utf-8"))
+        merges = open(f"{argv[1]}/vocab.bpe", encoding="utf-8").read().split("\n")[1:-1]
+        byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                      "use_regex": family == "gpt2"}
+        pre = byte_level if family == "gpt2" else {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": PATTERNS[family]}, "behavior": "Isolated",
+             "invert": False}, byte_level]}
+        vocab = {k: v for k, v in enc.items() if k != "<|endoftext|>"}
+        doc = {"version": "1.0", "added_tokens": [{"id": 50256, "content": "<|endoftext|>",
+                                                   "special": True}],
+               "normalizer": None, "pre_tokenizer": pre, "post_processor": None,
+               "decoder": {"type": "ByteLevel"},
+               "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                         "ignore_merges": family != "gpt2", "vocab": vocab,
+                         "merges": merges if family == "gpt2" else [m.split(" ") for m in merges]}}
+        json.dump(doc, open(argv[2], "w"), ensure_ascii=False)
+        return 0
     if mode == "bench":
         enc = Gpt2Encoder(argv[1])
         text = open(argv[2], encoding="utf-8", errors="replace").read()
+        blocks, begin = [], 0  # ~4 KiB at line ends, as triax prepare-data cuts the text
+        while begin < len(text):
+            end = min(len(text), begin + 4096)
+            newline = text.find("\n", end)
+            end = end if end == len(text) else (len(text) if newline < 0 else newline + 1)
+            blocks.append(text[begin:end])
+            begin = end
         start = time.perf_counter()
-        n = len(enc.encode(text))
+        n = sum(len(enc.encode(block)) for block in blocks)
         seconds = time.perf_counter() - start
         print(f"python encoder.py: {n} tokens in {seconds:.2f} s: {n / seconds:.0f} tokens/s")
         return 0

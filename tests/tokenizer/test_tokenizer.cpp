@@ -137,6 +137,40 @@ TEST_CASE("GPT-2's tokenizer gives the known ids and equals encoder.py on random
   write_json(tmp / "rank_ids.json", rank_ids);
   CHECK(reference(str("tiktoken ", tmp / "gpt2.tiktoken", " gpt2 ", tmp / "strings.json ",
                       tmp / "rank_ids.json")) == 0);
+
+  // The same vocabulary as a Hugging Face tokenizer.json: GPT-2's layout gives GPT-2's ids.
+  REQUIRE(reference(str("to-tokenizer-json ", gpt2_dir(), " ", tmp / "tokenizer.json")) == 0);
+  const auto hf = load_tokenizer(tmp / "tokenizer.json");
+  bool same_hf = true;
+  for (size_t k = 0; k < strings.size(); ++k) {
+    same_hf = same_hf && hf->encode(strings[k]) == ids[k].get<std::vector<int32_t>>();
+  }
+  CHECK(same_hf);
+  CHECK(hf->encode("<|endoftext|>", true) == std::vector<int32_t>{50256});
+  CHECK(hf->eos_id() == 50256);
+
+  // Llama 3's and Qwen2's layouts (Split regex, ignore_merges; rank files with their patterns)
+  // against the reference's tiktoken encoder with the same pattern.
+  for (const char* family : {"llama3", "qwen2"}) {
+    INFO(family);
+    REQUIRE(reference(str("to-tokenizer-json ", gpt2_dir(), " ", tmp / "split.json ", family)) ==
+            0);
+    const auto split_json = load_tokenizer(tmp / "split.json");
+    TokenizerOptions pattern;
+    pattern.tiktoken_pattern = family;
+    const auto rank_file = load_tokenizer(tmp / "gpt2.tiktoken", pattern);
+    json family_ids = json::array();
+    bool agree = true;
+    for (const std::string& s : strings) {
+      const std::vector<int32_t> got = rank_file->encode(s);
+      agree = agree && split_json->encode(s) == got;
+      family_ids.push_back(got);
+    }
+    CHECK(agree);  // tokenizer.json and tiktoken readers agree
+    write_json(tmp / "family_ids.json", family_ids);
+    CHECK(reference(str("tiktoken ", tmp / "gpt2.tiktoken", " ", family, " ", tmp / "strings.json ",
+                        tmp / "family_ids.json")) == 0);
+  }
 }
 
 TEST_CASE("the GPT-2, Llama 3 and Qwen2 pre-tokenizers cut like python3-regex",
