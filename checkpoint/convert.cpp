@@ -7,6 +7,7 @@
 #include "core/crc32.h"
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "core/strings.h"
 #include "models/model_spec.h"
 #include "parallel/tp/shard_spec.h"
 
@@ -142,29 +143,38 @@ std::string write_sharded_checkpoint(const Config& source_config, int64_t step,
       shard.metadata = {{"format", "triax-checkpoint-shard"}, {"step", std::to_string(step)}};
       for (int c = 0; c < chunks_per_rank; ++c) {
         const int stage = c * pipeline + pp;
-        // The chunk as training builds it gives the names, shapes and splits.
-        const std::unique_ptr<ModelChunk> part = spec.build_chunk(config, stage, ranges, group);
-        const auto specs = collect_shard_specs(part->module());
-        for (const auto& item : part->module().named_parameters()) {
-          const auto spec = specs.find(item.key());
-          const auto range = by_parameter.equal_range(item.key());
-          TRIAX_CHECK(range.first != range.second, "the source has no parameter ", item.key());
+        // The chunk as training builds it gives the names, shapes and splits; it is dropped
+        // before any tensor is copied, so the writer holds one shard plus one full tensor.
+        std::vector<std::pair<std::string, std::vector<int64_t>>> parameters;
+        std::map<std::string, ShardSpec> specs;
+        {
+          const std::unique_ptr<ModelChunk> part = spec.build_chunk(config, stage, ranges, group);
+          specs = collect_shard_specs(part->module());
+          for (const auto& item : part->module().named_parameters()) {
+            parameters.emplace_back(item.key(), item.value().sizes().vec());
+          }
+          if (tp == 0) {
+            const auto table = parameter_table(part->module(), stage);
+            manifest.parameters.insert(manifest.parameters.end(), table.begin(), table.end());
+          }
+        }
+        for (const auto& [parameter, shape] : parameters) {
+          const auto split = specs.find(parameter);
+          const auto range = by_parameter.equal_range(parameter);
+          TRIAX_CHECK(range.first != range.second, "the source has no parameter ", parameter);
           for (auto entry = range.first; entry != range.second; ++entry) {
             const StateName name = StateName::parse(entry->second);
             const torch::Tensor full = source.get(entry->second);
-            TRIAX_CHECK(full.sizes() == item.value().sizes() || spec != specs.end(), entry->second,
-                        ": the source's shape ", full.sizes(), " is not the model's ",
-                        item.value().sizes());
-            const bool sharded = spec != specs.end() && split_like_parameter(name);
+            TRIAX_CHECK(full.sizes().vec() == shape || split != specs.end(), entry->second,
+                        ": the source's shape ", full.sizes(), " is not the model's [",
+                        join(shape, ", "), "]");
+            const bool sharded = split != specs.end() && split_like_parameter(name);
             // A copy: the source's tensor may be a view of a mapped file or of a bigger tensor.
             shard.tensors.emplace_back(
                 name.in_chunk(c).str(),
-                sharded ? shard_of(full, spec->second, tp, tensor) : full.contiguous().clone());
+                sharded ? shard_of(full, split->second, tp, tensor) : full.contiguous().clone());
+            source.done(entry->second);
           }
-        }
-        if (tp == 0) {
-          const auto table = parameter_table(part->module(), stage);
-          manifest.parameters.insert(manifest.parameters.end(), table.begin(), table.end());
         }
       }
       ShardEntry info;

@@ -44,6 +44,8 @@ class FullTensorSource {
   virtual std::vector<std::string> names() const = 0;
   /// The full tensor (fp32, unpadded); may be a read-only view that the writer copies from.
   virtual torch::Tensor get(const std::string& name) const = 0;
+  /// The writer has copied what it needs of `name` for now (a mapped source lets go of its pages).
+  virtual void done(const std::string& /*name*/) const {}
 };
 
 /// Writes OUT_ROOT/step_NNNNNNNN (shards, manifest) and OUT_ROOT/latest for the layout.

@@ -32,6 +32,7 @@ class HfSource : public FullTensorSource {
     const torch::Tensor full = folder_.as_float(t.hf);
     return t.transposed ? full.t() : full;
   }
+  void done(const std::string& name) const override { folder_.release(by_triax_.at(name).hf); }
 
  private:
   const HfFolder& folder_;
@@ -139,6 +140,11 @@ torch::Tensor HfFolder::as_float(const std::string& name) const {
   const auto it = files_.find(name);
   if (it == files_.end()) throw ConfigError(str(dir_, ": no tensor ", name));
   return it->second->as_float(name);
+}
+
+void HfFolder::release(const std::string& name) const {
+  const auto it = files_.find(name);
+  if (it != files_.end()) it->second->release(name);
 }
 
 HfImport import_hf(const std::string& dir, const Config& base, int tensor, int pipeline,

@@ -33,6 +33,8 @@ class HfFolder {
   const TensorInfo& info(const std::string& name) const;
   /// fp32 (a view of the mapping for F32 tensors).
   torch::Tensor as_float(const std::string& name) const;
+  /// Lets go of the tensor's mapped pages (SafetensorsMap::release).
+  void release(const std::string& name) const;
   const std::string& dir() const { return dir_; }
 
  private:

@@ -1,4 +1,4 @@
-// defines: triax::reuse_freed_heap
+// defines: triax::reuse_freed_heap, triax::return_freed_heap
 //
 // LibTorch's CPU tensors come from glibc's malloc, whose defaults suit programs that allocate
 // once: a block above its mmap threshold (128 KiB at first, raised as such blocks are freed) gets
@@ -20,5 +20,12 @@ namespace triax {
 /// Call first thing in main (before tensors are allocated). Returns whether it changed glibc's
 /// thresholds (false: not glibc, or the environment chose them).
 bool reuse_freed_heap();
+
+/// The opposite, for one-off conversions that stream a large model through memory (import,
+/// export, reshard): every block of 1 MiB or more is mapped on its own and unmapped when freed,
+/// so the process holds only what it still uses (glibc's growing threshold would otherwise keep
+/// freed tensors of up to 32 MiB in a fragmented heap: tools/bench/hf_import_memory.sh measured
+/// 913 MiB instead of 577 for a 1.35 GB model). Same environment rule as above.
+bool return_freed_heap();
 
 }  // namespace triax

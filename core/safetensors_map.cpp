@@ -110,6 +110,16 @@ torch::Tensor SafetensorsMap::view(const std::string& name) const {
   return torch::from_blob(start, i.shape, torch::TensorOptions(scalar_type(i.dtype, path_)));
 }
 
+void SafetensorsMap::release(const std::string& name) const {
+  const TensorInfo& i = info(name);
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  // Whole pages inside the tensor only: a neighbour's pages stay.
+  const size_t begin = static_cast<size_t>(data_start_ + i.begin);
+  const size_t first = (begin + page - 1) / page * page;
+  const size_t last = static_cast<size_t>(data_start_ + i.end) / page * page;
+  if (last > first) ::madvise(static_cast<char*>(data_) + first, last - first, MADV_DONTNEED);
+}
+
 torch::Tensor SafetensorsMap::as_float(const std::string& name) const {
   const TensorInfo& i = info(name);
   if (i.dtype != "F32" && i.dtype != "F16" && i.dtype != "BF16") {

@@ -40,6 +40,10 @@ class SafetensorsMap {
   torch::Tensor view(const std::string& name) const;
   /// The tensor as fp32: the view itself for F32, a converted copy for F16 / BF16 (exact).
   torch::Tensor as_float(const std::string& name) const;
+  /// Drops the tensor's pages from this process's resident set (they stay in the page cache):
+  /// a reader that is done with a tensor keeps its memory at what it still holds. Views of the
+  /// tensor stay valid (the pages are read back when touched).
+  void release(const std::string& name) const;
 
  private:
   std::string path_;

@@ -159,6 +159,7 @@ int run_flight(const CliArgs& args) {
 }
 
 int run_convert(const CliArgs& args) {
+  return_freed_heap();  // a model streams through: hold only what is still in use
   const std::string& source = args.inputs[0];
   if (args.command == "import" && std::filesystem::is_directory(source)) {
     const Config base = args.base_config.empty() ? parse_config("{}", args.overrides, "--set")
@@ -293,7 +294,6 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
 
 int main(int argc, char** argv) {
   using namespace triax;
-  reuse_freed_heap();  // before any tensor: each step's activations reuse the last step's pages
   // At once: a SIGTERM/SIGUSR1 during start-up is honoured after the first step, not fatal.
   install_stop_signals();
   flight::install_dump_signal();
@@ -317,6 +317,9 @@ int main(int argc, char** argv) {
     if (args.command == "reshard" || args.command == "export" || args.command == "import") {
       return run_convert(args);
     }
+    // Training re-allocates the same activations every step: keep freed heap for reuse (the
+    // one-off commands above return it, so an import holds only what it still needs).
+    reuse_freed_heap();
     return run_train(args, &argc, &argv);
   } catch (const ConfigError& e) {
     log::error(e.what());

@@ -17,7 +17,8 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(const ColumnParallelLinearOpt
               " is not divisible by tp ", tp.size(), " x stride ", options_.stride());
   spec_ = ShardSpec{0, options_.stride(), out, (out + unit - 1) / unit * unit};
   torch::NoGradGuard no_grad;
-  const torch::Tensor full = torch::randn({out, options_.in_features()}) * options_.init_std();
+  // In place: one full-size tensor at a time (a converter builds every stage of a large model).
+  const torch::Tensor full = torch::randn({out, options_.in_features()}).mul_(options_.init_std());
   weight = register_parameter("weight", shard_of(full, spec_, tp.rank(), tp.size()));
   if (options_.bias()) {
     bias = register_parameter("bias", torch::zeros({spec_.padded_size / tp.size()}));

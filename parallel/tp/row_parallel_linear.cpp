@@ -13,7 +13,7 @@ RowParallelLinearImpl::RowParallelLinearImpl(const RowParallelLinearOptions& opt
               options_.in_features(), " is not divisible by tp ", tp.size());
   torch::NoGradGuard no_grad;
   const torch::Tensor full =
-      torch::randn({options_.out_features(), options_.in_features()}) * options_.init_std();
+      torch::randn({options_.out_features(), options_.in_features()}).mul_(options_.init_std());
   // A copy, not a view of `full`: a view would keep all of `full` alive through its base (at
   // tp = 1 the slice is the whole tensor), e.g. after a sharded optimizer moves the weight.
   weight = register_parameter(

@@ -7,19 +7,23 @@ namespace triax {
 torch::Tensor shard_of(const torch::Tensor& full, const ShardSpec& spec, int rank, int size) {
   TRIAX_CHECK(full.size(spec.dim) == spec.full_size, "full tensor has ", full.size(spec.dim),
               " along dim ", spec.dim, ", spec says ", spec.full_size);
-  torch::Tensor padded = full;
-  if (spec.padded_size > spec.full_size) {
-    std::vector<int64_t> shape = full.sizes().vec();
-    shape[static_cast<size_t>(spec.dim)] = spec.padded_size - spec.full_size;
-    padded = torch::cat({full, torch::zeros(shape, full.options())}, spec.dim);
-  }
   TRIAX_CHECK(spec.padded_size % (spec.stride * size) == 0, "padded size ", spec.padded_size,
               " is not divisible by stride ", spec.stride, " x tp ", size);
   const int64_t block = spec.padded_size / spec.stride;
   const int64_t chunk = block / size;
+  // Rows [lo, hi) of the padded tensor: the real ones from `full`, zeros past full_size (the
+  // padded tensor itself is never built: a converter slicing a large embedding holds only it).
   std::vector<torch::Tensor> parts;
   for (int64_t b = 0; b < spec.stride; ++b) {
-    parts.push_back(padded.narrow(spec.dim, b * block + rank * chunk, chunk));
+    const int64_t lo = b * block + rank * chunk, hi = lo + chunk;
+    const int64_t real_end = std::min(hi, spec.full_size);
+    if (real_end > lo) parts.push_back(full.narrow(spec.dim, lo, real_end - lo));
+    const int64_t zeros = hi - std::max(lo, spec.full_size);
+    if (zeros > 0) {
+      std::vector<int64_t> shape = full.sizes().vec();
+      shape[static_cast<size_t>(spec.dim)] = zeros;
+      parts.push_back(torch::zeros(shape, full.options()));
+    }
   }
   return torch::cat(parts, spec.dim);
 }

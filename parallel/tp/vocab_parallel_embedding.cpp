@@ -16,7 +16,8 @@ VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(const VocabParallelEmbedd
   spec_ = ShardSpec{0, 1, vocab, padded_vocab_size(vocab, tp.size())};
   vocab_start_ = tp.rank() * (spec_.padded_size / tp.size());
   torch::NoGradGuard no_grad;
-  const torch::Tensor full = torch::randn({vocab, options_.embedding_dim()}) * options_.init_std();
+  const torch::Tensor full =
+      torch::randn({vocab, options_.embedding_dim()}).mul_(options_.init_std());  // one copy
   weight = register_parameter("weight", shard_of(full, spec_, tp.rank(), tp.size()));
 }
 

@@ -46,6 +46,7 @@ TEST_CASE("freed heap is kept for reuse unless the environment chose malloc's th
   {
     ScopedEnv tunables("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=131072");
     CHECK_FALSE(reuse_freed_heap());
+    CHECK_FALSE(return_freed_heap());
   }
   {
     ScopedEnv user("MALLOC_MMAP_THRESHOLD_", "131072");
@@ -53,6 +54,7 @@ TEST_CASE("freed heap is kept for reuse unless the environment chose malloc's th
   }
 #if defined(__GLIBC__)
   ScopedEnv tunables("GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=512");  // not malloc's
+  CHECK(return_freed_heap());
   CHECK(reuse_freed_heap());
 #endif
 }
