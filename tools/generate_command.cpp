@@ -50,7 +50,8 @@ std::vector<int64_t> greedy_continuation(const FullModelState& state,
 }
 
 int run_generate(const CliArgs& args) {
-  MpiRuntime mpi(nullptr, nullptr);  // one process: MPI's self communicator for the model's tp group
+  MpiRuntime mpi(nullptr,
+                 nullptr);  // one process: MPI's self communicator for the model's tp group
   const Manifest manifest = open_checkpoint(args.inputs[0], args.inputs[0]);
   const FullModelState state = read_full_state(manifest);
   const std::string path = args.tokenizer.empty() ? state.config.data.tokenizer : args.tokenizer;
