@@ -20,11 +20,12 @@ cd "$(dirname "$0")/.."
 # nlohmann-json3-dev: Hugging Face's JSON files (config.json, the shard index, tokenizers).
 # libpcre2-dev: byte-level BPE pre-tokenisation (Unicode classes, look-ahead). libsentencepiece-dev,
 #   sentencepiece: SentencePiece models and training (spm_encode is the tests' oracle).
-# python3-regex: the tests' Python reference for the BPE pre-tokenisation regexes.
+# python3-regex: the tests' Python reference for the BPE pre-tokenisation regexes. nodejs: npm's
+#   own GPT-2 encoder (Encoder.js), the tokenizer benchmark's second comparison.
 PACKAGES=(g++ cmake ninja-build clang-format libtorch-dev libopenblas0-openmp mpich libmpich-dev
   libyaml-cpp-dev catch2 zlib1g-dev dataset-fashion-mnist python3-torch iproute2 util-linux procps
   libgloo-dev fortunes python3-matplotlib slurm-wlm nlohmann-json3-dev libpcre2-dev
-  libsentencepiece-dev sentencepiece python3-regex)
+  libsentencepiece-dev sentencepiece python3-regex nodejs)
 
 install_packages() {
   local missing=() p
