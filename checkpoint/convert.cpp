@@ -165,9 +165,11 @@ std::string write_sharded_checkpoint(const Config& source_config, int64_t step,
           for (auto entry = range.first; entry != range.second; ++entry) {
             const StateName name = StateName::parse(entry->second);
             const torch::Tensor full = source.get(entry->second);
-            TRIAX_CHECK(full.sizes().vec() == shape || split != specs.end(), entry->second,
-                        ": the source's shape ", full.sizes(), " is not the model's [",
-                        join(shape, ", "), "]");
+            // (An optimizer's step counter is one number, whatever the parameter's shape.)
+            TRIAX_CHECK(
+                full.sizes().vec() == shape || split != specs.end() || name.is_optimizer_state(),
+                entry->second, ": the source's shape ", full.sizes(), " is not the model's [",
+                join(shape, ", "), "]");
             const bool sharded = split != specs.end() && split_like_parameter(name);
             // A copy: the source's tensor may be a view of a mapped file or of a bigger tensor.
             shard.tensors.emplace_back(

@@ -110,6 +110,10 @@ struct TrainConfig {
   Recompute recompute = Recompute::kNone;
   /// With recompute "full": blocks per pipeline chunk to recompute, from its first; 0 = all.
   int64_t recompute_layers = 0;
+  /// Compute precision: "fp32", or "bf16" (matmuls and attention's batched matmuls in bf16;
+  /// softmax, norms, the residual stream, the loss, gradients, optimizer and checkpoints in fp32:
+  /// the parameters are the fp32 master weights). Default "fp32".
+  Precision precision = Precision::kFp32;
   /// Clip the global gradient norm to this value (0 = no clipping). Default 0.
   double clip_grad = 0.0;
   /// AdamW's first-moment decay. Default 0.9.

@@ -17,6 +17,7 @@ TRIAX_CHOICE_NAMES(LrDecay, "constant", "cosine", "linear")
 TRIAX_CHOICE_NAMES(ScheduleKind, "gpipe", "1f1b", "interleaved")
 TRIAX_CHOICE_NAMES(Hierarchical, "auto", "true", "leader", "false")
 TRIAX_CHOICE_NAMES(Backend, "auto", "mpi", "tcp")
+TRIAX_CHOICE_NAMES(Precision, "fp32", "bf16")
 
 #undef TRIAX_CHOICE_NAMES
 

@@ -24,13 +24,14 @@ enum class LrDecay { kConstant, kCosine, kLinear };         ///< train.lr_decay
 enum class ScheduleKind { kGpipe, k1F1B, kInterleaved };    ///< schedule.name
 enum class Hierarchical { kAuto, kTrue, kLeader, kFalse };  ///< ddp.hierarchical
 enum class Backend { kAuto, kMpi, kTcp };                   ///< comm.backend
+enum class Precision { kFp32, kBf16 };                      ///< train.precision, ddp.reduce_dtype
 
 /// True for the enums above (the ones with YAML spellings).
 template <typename E>
-using IsChoice = std::disjunction<std::is_same<E, ModelKind>, std::is_same<E, Activation>,
-                                  std::is_same<E, OptimizerKind>, std::is_same<E, Recompute>,
-                                  std::is_same<E, LrDecay>, std::is_same<E, ScheduleKind>,
-                                  std::is_same<E, Hierarchical>, std::is_same<E, Backend>>;
+using IsChoice = std::disjunction<
+    std::is_same<E, ModelKind>, std::is_same<E, Activation>, std::is_same<E, OptimizerKind>,
+    std::is_same<E, Recompute>, std::is_same<E, LrDecay>, std::is_same<E, ScheduleKind>,
+    std::is_same<E, Hierarchical>, std::is_same<E, Backend>, std::is_same<E, Precision>>;
 
 /// The YAML spellings of E's values, in enum order ("gpipe", "1f1b", "interleaved").
 template <typename E>

@@ -73,6 +73,9 @@ void visit_config(Config& c, ConfigVisitor& v) {
                  "backward; selective = only the attention core (softmax, dropout) is recomputed");
     v.field("recompute_layers", c.train.recompute_layers, IntRule{0, 1 << 20},
             "full recompute: blocks per pipeline chunk to recompute, from its first; 0 = all");
+    choice_field(v, "precision", c.train.precision,
+                 "compute precision: bf16 = matmuls in bf16 with fp32 master weights, softmax, "
+                 "norms, residual stream, loss, gradients, optimizer state and checkpoints");
     v.field("clip_grad", c.train.clip_grad, RealRule{0.0, 1e6},
             "global gradient-norm clip; 0 = off");
     v.field("beta1", c.train.beta1, RealRule{0.0, 1.0}, "AdamW first-moment decay");

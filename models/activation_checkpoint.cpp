@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "core/autocast_scope.h"
+
 namespace triax {
 namespace {
 
@@ -12,10 +14,12 @@ using torch::autograd::tensor_list;
 // dropout streams and their positions before the first run. Kept in the autograd context as a
 // capsule, so it is freed with the graph whether or not backward runs.
 struct Recompute : torch::CustomClassHolder {
-  Recompute(Recomputed f, TpDropout* d) : fn(std::move(f)), dropout(d), streams(d->state()) {}
+  Recompute(Recomputed f, TpDropout* d)
+      : fn(std::move(f)), dropout(d), streams(d->state()), bf16(AutocastScope::active()) {}
   Recomputed fn;
   TpDropout* dropout;
   std::vector<torch::Tensor> streams;
+  bool bf16;  ///< the first run was under bf16 autocast: so must the second be
 };
 
 struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
@@ -47,6 +51,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     torch::Tensor out;
     {
       torch::AutoGradMode enable(true);
+      const AutocastScope precision(recompute->bf16);  // autocast is per thread, not per graph
       out = recompute->fn(inputs[0], inputs[1], inputs[2]);
     }
     recompute->dropout->set_state(now);

@@ -112,7 +112,8 @@ torch::Tensor GptBlockImpl::attention(const torch::Tensor& x) {
     const torch::Tensor scores = torch::baddbmm(causal_bias_.of(s), q, k.transpose(1, 2), 1.0,
                                                 1.0 / std::sqrt(static_cast<double>(d)));
     const torch::Tensor probs =
-        dropout_->tp_local(torch::softmax(scores, -1), options_.dropout, is_training());
+        dropout_->tp_local(torch::softmax(scores, -1, torch::kFloat), options_.dropout,
+                           is_training());  // fp32 softmax, also under bf16 autocast
     return torch::bmm(probs, v);
   };
   // Selective recompute keeps q, k, v and recomputes the [heads, s, s] tensors in backward.

@@ -169,7 +169,8 @@ torch::Tensor LlamaBlockImpl::attention(const torch::Tensor& x, const torch::Ten
     const torch::Tensor scores = torch::baddbmm(causal_bias_.of(s), qq, kk.transpose(1, 2), 1.0,
                                                 1.0 / std::sqrt(static_cast<double>(d)));
     const torch::Tensor probs =
-        dropout_->tp_local(torch::softmax(scores, -1), options_.dropout, is_training());
+        dropout_->tp_local(torch::softmax(scores, -1, torch::kFloat), options_.dropout,
+                           is_training());  // fp32 softmax, also under bf16 autocast
     return torch::bmm(probs, vv);
   };
   // Selective recompute keeps q, k, v and recomputes the [heads, s, s] tensors in backward.

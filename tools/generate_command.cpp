@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "checkpoint/resume.h"
+#include "core/autocast_scope.h"
 #include "core/error.h"
 #include "core/strings.h"
 #include "models/model_spec.h"
@@ -41,7 +42,9 @@ std::vector<int64_t> greedy_continuation(const FullModelState& state,
         torch::tensor(std::vector<int64_t>(tokens.end() - length, tokens.end()), torch::kLong)
             .unsqueeze(0);
     const Batch batch{window, window};
-    const torch::Tensor logits = model->logits(model->forward(torch::Tensor(), batch));
+    const AutocastScope precision(config.train.precision == Precision::kBf16);
+    const torch::Tensor logits =
+        model->logits(model->forward(torch::Tensor(), batch)).to(torch::kFloat);
     // The real vocabulary only (tp padding never wins).
     tokens.push_back(
         logits[0][length - 1].narrow(0, 0, config.model.vocab).argmax().item<int64_t>());

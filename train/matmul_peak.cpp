@@ -6,11 +6,11 @@
 
 namespace triax {
 
-double measure_matmul_tflops() {
+double measure_matmul_tflops(c10::ScalarType dtype) {
   constexpr int64_t n = 1024;
   torch::NoGradGuard no_grad;
-  const torch::Tensor a = torch::ones({n, n});
-  const torch::Tensor b = torch::ones({n, n});
+  const torch::Tensor a = torch::ones({n, n}, dtype);
+  const torch::Tensor b = torch::ones({n, n}, dtype);
   torch::Tensor c = torch::mm(a, b);  // warm-up: BLAS thread pool and page faults
   double best = 1e30;
   for (int i = 0; i < 3; ++i) {

@@ -5,6 +5,7 @@
 
 #include "checkpoint/parameter_table.h"
 #include "checkpoint/state_name.h"
+#include "core/autocast_scope.h"
 #include "core/error.h"
 #include "data/distributed_sampler.h"
 #include "parallel/tp/shard_spec.h"
@@ -82,10 +83,13 @@ StageFunctions Trainer::stage_functions(const Batch& local, int microbatches, bo
   // Micro-batch i is rows [i*mb, (i+1)*mb).
   const int64_t mb = local.size() / microbatches;
   StageFunctions stage;
-  stage.forward = [this, local, mb](int chunk, int i, const torch::Tensor& input) {
+  const bool bf16 = config_.train.precision == Precision::kBf16;
+  stage.forward = [this, local, mb, bf16](int chunk, int i, const torch::Tensor& input) {
+    const AutocastScope precision(bf16);
     return chunks_[static_cast<size_t>(chunk)]->forward(input, local.slice(i * mb, mb));
   };
-  stage.loss = [this, local, mb, evaluating](int i, const torch::Tensor& output) {
+  stage.loss = [this, local, mb, evaluating, bf16](int i, const torch::Tensor& output) {
+    const AutocastScope precision(bf16);  // the head's matmul in bf16; the loss itself in fp32
     const Batch micro = local.slice(i * mb, mb);
     return evaluating ? chunks_.back()->metric(output, micro) : chunks_.back()->loss(output, micro);
   };

@@ -117,14 +117,15 @@ StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
                 plan_.batch.describe(), "; schedule ", schedule.name, " (", schedule.microbatches,
                 " micro-batches, ", schedule.chunks, " chunk(s) per rank)"));
   const int64_t units = spec.units_per_sample(plan_.config.model);
-  log::info(str("data: ", data.train_samples, " training samples",
-                units > 1 ? str(" of ", units, " ", spec.unit) : std::string(), " (",
-                data.steps_per_epoch, " steps per epoch), ", data.val_samples, " for ",
-                spec.metric_name, "; ", data.total_steps, " steps; MFU against a peak of ",
-                fixed(peak / 1e12, 3), " TFLOP/s (",
-                plan_.config.run.peak_tflops > 0 ? "run.peak_tflops x ranks"
-                                                 : "fp32 matmul measured on all cores of each node",
-                ")"));
+  log::info(str(
+      "data: ", data.train_samples, " training samples",
+      units > 1 ? str(" of ", units, " ", spec.unit) : std::string(), " (", data.steps_per_epoch,
+      " steps per epoch), ", data.val_samples, " for ", spec.metric_name, "; ", data.total_steps,
+      " steps; MFU against a peak of ", fixed(peak / 1e12, 3), " TFLOP/s (",
+      plan_.config.run.peak_tflops > 0 ? std::string("run.peak_tflops x ranks")
+                                       : str(choice_name(plan_.config.train.precision),
+                                             " matmul measured on all cores of each node"),
+      ")"));
   std::ofstream metrics;
   const RunPaths paths(plan_.config.run.dir);
   const std::string path = paths.metrics();
@@ -145,7 +146,9 @@ double Training::peak_flops() {
   if (node_leader_) {
     const int threads = torch::get_num_threads();
     torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-    mine = measure_matmul_tflops() * 1e12;
+    mine = measure_matmul_tflops(plan_.config.train.precision == Precision::kBf16 ? torch::kBFloat16
+                                                                                  : torch::kFloat) *
+           1e12;
     torch::set_num_threads(threads);
     context_.world().barrier();
   } else {

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): train.precision bf16 against fp32, side by side with PyTorch fp32 and
+# PyTorch under torch.autocast("cpu", bfloat16), on the comparison GPT (hidden 128) and a wider
+# one (hidden 512, where matmuls dominate): 4 layers, sequence 64, vocabulary 256, batch 8, one
+# process, one thread, rounds interleaved, medians. triax's figure is the trainer's own step
+# (build/triax_bench_step --brief); PyTorch's is tools/bench/pytorch_bf16_step.py.
+#   tools/bench/bf16.sh [STEPS] [ROUNDS]        (defaults: 20 steps, 3 rounds)
+# Goals (issue 27), wider model: triax bf16 >= 1.6x triax fp32 and >= 1.1x PyTorch autocast bf16.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+steps=${1:-20}
+rounds=${2:-3}
+[ -x build/triax_bench_step ] || { echo "build first: tools/setup.sh build" >&2; exit 2; }
+echo "$(nproc) cores, $(date -u +%F); tokens/s, one process, one thread"
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+speed() { sed -E 's/.* ([0-9.]+) tokens\/s.*/\1/'; }
+for shape in "128 4" "512 8"; do
+  set -- $shape
+  hidden=$1 heads=$2
+  tf=() tb=() pf=() pb=()
+  for r in $(seq 1 "$rounds"); do
+    common=(--brief --steps "$steps" --set model.hidden="$hidden" --set model.heads="$heads")
+    tf+=("$(mpirun -np 1 build/triax_bench_step "${common[@]}" --set train.precision=fp32 | speed)")
+    tb+=("$(mpirun -np 1 build/triax_bench_step "${common[@]}" --set train.precision=bf16 | speed)")
+    pf+=("$(/usr/bin/python3 tools/bench/pytorch_bf16_step.py "$hidden" "$heads" fp32 "$steps" | speed)")
+    pb+=("$(/usr/bin/python3 tools/bench/pytorch_bf16_step.py "$hidden" "$heads" bf16 "$steps" | speed)")
+    echo "hidden $hidden round $r: triax fp32 ${tf[-1]}, triax bf16 ${tb[-1]}, pytorch fp32 ${pf[-1]}, pytorch autocast bf16 ${pb[-1]}"
+  done
+  awk -v h="$hidden" -v tf="$(median "${tf[@]}")" -v tb="$(median "${tb[@]}")" \
+    -v pf="$(median "${pf[@]}")" -v pb="$(median "${pb[@]}")" 'BEGIN {
+    printf "hidden %d medians: triax fp32 %.0f, triax bf16 %.0f, pytorch fp32 %.0f, pytorch bf16 %.0f tokens/s\n", h, tf, tb, pf, pb
+    printf "  triax bf16 / triax fp32 %.2fx (goal >= 1.6 for hidden 512: %s); triax bf16 / pytorch bf16 %.2fx (goal >= 1.1: %s); pytorch bf16 / fp32 %.2fx\n",
+      tb / tf, (h < 512 ? "n/a" : (tb / tf >= 1.6 ? "met" : "not met")), tb / pb, (tb / pb >= 1.1 ? "met" : "not met"), pb / pf }'
+done
