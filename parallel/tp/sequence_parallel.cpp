@@ -67,19 +67,29 @@ struct GatheredLinear : torch::autograd::Function<GatheredLinear> {
     save_comm(ctx, *tp);
     ctx->save_for_backward({x, weight});
     ctx->saved_data["bias"] = has_bias;
-    return torch::linear(all_gather_dim1(x, *tp), weight, has_bias ? bias : torch::Tensor());
+    // Under bf16 autocast the linear below computes in bf16; backward, which runs outside the
+    // autocast scope, must compute in the same dtype and hand back fp32 gradients.
+    const torch::Tensor out =
+        torch::linear(all_gather_dim1(x, *tp), weight, has_bias ? bias : torch::Tensor());
+    ctx->saved_data["compute"] = static_cast<int64_t>(out.scalar_type());
+    return out;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     Communicator& tp = saved_comm(ctx);
     const auto saved = ctx->get_saved_variables();
-    const torch::Tensor full = all_gather_dim1(saved[0], tp);  // gathered again, not kept
-    const torch::Tensor& weight = saved[1];
-    const torch::Tensor grad = grads[0].contiguous();
+    const auto compute = static_cast<torch::ScalarType>(ctx->saved_data["compute"].toInt());
+    // gathered again, not kept
+    const torch::Tensor full = all_gather_dim1(saved[0], tp).to(compute);
+    const torch::Tensor weight = saved[1].to(compute);
+    const torch::Tensor grad = grads[0].to(compute).contiguous();
     const torch::Tensor grad_2d = grad.reshape({-1, grad.size(-1)});
-    const torch::Tensor grad_input = reduce_scatter_dim1(torch::matmul(grad, weight), tp);
-    const torch::Tensor grad_weight = grad_2d.t().mm(full.reshape({-1, full.size(-1)}));
-    const torch::Tensor grad_bias =
-        ctx->saved_data["bias"].toBool() ? grad_2d.sum(0) : torch::Tensor();
+    const torch::Tensor grad_input =
+        reduce_scatter_dim1(torch::matmul(grad, weight), tp).to(saved[0].scalar_type());
+    const torch::Tensor grad_weight =
+        grad_2d.t().mm(full.reshape({-1, full.size(-1)})).to(saved[1].scalar_type());
+    const torch::Tensor grad_bias = ctx->saved_data["bias"].toBool()
+                                        ? grad_2d.sum(0).to(saved[1].scalar_type())
+                                        : torch::Tensor();
     return {grad_input, grad_weight, grad_bias, torch::Tensor(), torch::Tensor()};
   }
 };

@@ -61,11 +61,12 @@ Result train(Trainer& trainer, const Config& c) {
 }
 
 struct Tolerance {
-  double loss = kLossTol;    ///< relative, each step's loss and gradient norm
+  double loss = kLossTol;    ///< relative, each step's loss
   double param = kParamTol;  ///< absolute, the final parameters
 };
 
-void check_every_layout(ConfigOf tiny_config, const char* family, Tolerance tol = {}) {
+void check_every_layout(ConfigOf tiny_config, const char* family, Tolerance tol = {},
+                        double norm_tol = kLossTol) {
   std::shared_ptr<Communicator> world = triax::testing::test_world();
   const int n = world->size();
   // The 1-process reference, on every rank.
@@ -119,7 +120,7 @@ void check_every_layout(ConfigOf tiny_config, const char* family, Tolerance tol 
               worst[2].item<double>());
         }
         CHECK(loss_diff < tol.loss);
-        CHECK(norm_diff < tol.loss);
+        CHECK(norm_diff < norm_tol);
         CHECK(param_diff < tol.param);
       }
     }
@@ -146,9 +147,16 @@ TEST_CASE("the Llama trains like one process in every layout and schedule", "[mp
 
 // bf16 (train.precision): every layout against one process in bf16. Layouts round differently
 // (a row-parallel matmul rounds each rank's partial sum to bf16 before the sum), so the
-// tolerance is bf16's: 2^-8 = 3.9e-3 relative per rounding. Measured here: loss <= TBD.
-TEST_CASE("in bf16 every layout and schedule trains like one process in bf16", "[mpi][compose]") {
-  const Tolerance bf16{2e-2, 2e-2};
-  check_every_layout(in_bf16<testing::tiny_gpt_config>, "gpt bf16", bf16);
-  check_every_layout(in_bf16<tiny_llama_sp_config>, "llama+sp+recompute+zero1 bf16", bf16);
+// tolerances are bf16's, not fp32's: the loss within 2e-3 relative (bf16's epsilon is 3.9e-3);
+// the gradient norm within 5e-2 (the norm of the last steps' small gradients moves most); the
+// parameters within 8e-2, which only bounds AdamW: for gradients near zero its update is about
+// lr = 3e-3 whatever their size, so a rounding that flips a tiny gradient's sign moves that
+// weight by up to 2 lr per step. Measured (np 2, 4, 8): loss <= 3.5e-4, norm <= 3.4e-2,
+// parameters <= 3.9e-2. Run at np 1, 2 and 4 (CTest composition_bf16_np*): oversubscribed to 8
+// ranks on 2 cores this test takes minutes (the bf16 main job at 8 ranks does not slow down).
+TEST_CASE("in bf16 every layout and schedule trains like one process in bf16",
+          "[mpi][compose_bf16]") {
+  const Tolerance bf16{2e-3, 8e-2};
+  check_every_layout(in_bf16<testing::tiny_gpt_config>, "gpt bf16", bf16, 5e-2);
+  check_every_layout(in_bf16<tiny_llama_sp_config>, "llama+sp+recompute+zero1 bf16", bf16, 5e-2);
 }
