@@ -193,6 +193,25 @@ std::string write_sharded_checkpoint(const Config& source_config, int64_t step,
   return manifest.dir;
 }
 
+std::unique_ptr<ModelChunk> whole_model(const FullModelState& state, Communicator& single) {
+  Config config = state.config;
+  config.parallel.tensor = 1;
+  config.parallel.pipeline = 1;
+  config.schedule.chunks_per_rank = 1;
+  config.schedule.layer_boundaries.clear();
+  const ModelSpec& spec = model_spec(config.model.arch);
+  std::unique_ptr<ModelChunk> model =
+      spec.build_chunk(config, 0, spec.stage_layers(config), single);
+  torch::NoGradGuard no_grad;
+  for (auto& item : model->module().named_parameters()) {
+    const auto it = state.tensors.find(item.key());
+    TRIAX_CHECK(it != state.tensors.end(), "the checkpoint has no parameter ", item.key());
+    item.value().copy_(it->second);
+  }
+  model->module().eval();
+  return model;
+}
+
 void export_full_model(const FullModelState& state, const std::string& path) {
   SafetensorsFile file;
   for (const auto& [key, tensor] : state.tensors) {

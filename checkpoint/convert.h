@@ -21,6 +21,7 @@
 
 #include "checkpoint/manifest.h"
 #include "core/config.h"
+#include "models/model_spec.h"
 
 namespace triax {
 
@@ -54,6 +55,10 @@ std::string write_sharded_checkpoint(const Config& config, int64_t step,
                                      int chunks_per_rank, const std::string& out_root);
 std::string write_sharded_checkpoint(const FullModelState& state, int tensor, int pipeline,
                                      int chunks_per_rank, const std::string& out_root);
+
+/// The whole model (tp 1, pp 1, one chunk) holding `state`'s weights, in eval mode, on one
+/// process (`single` is its tp group of one): generation and the interop tests.
+std::unique_ptr<ModelChunk> whole_model(const FullModelState& state, Communicator& single);
 
 void export_full_model(const FullModelState& state, const std::string& path);
 FullModelState import_full_model(const std::string& path);

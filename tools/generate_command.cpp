@@ -16,24 +16,12 @@ namespace triax {
 
 std::vector<int64_t> greedy_continuation(const FullModelState& state,
                                          const std::vector<int64_t>& prompt, int64_t count) {
-  Config config = state.config;
-  config.parallel.tensor = 1;
-  config.parallel.pipeline = 1;
-  config.schedule.chunks_per_rank = 1;
-  config.schedule.layer_boundaries.clear();
-  const ModelSpec& spec = model_spec(config.model.arch);
-  TRIAX_CHECK(spec.generates_text, "model.arch ", choice_name(config.model.arch),
-              " does not generate text");
+  const Config& config = state.config;
+  TRIAX_CHECK(model_spec(config.model.arch).generates_text, "model.arch ",
+              choice_name(config.model.arch), " does not generate text");
   auto single = MpiCommunicator::self();
-  const std::unique_ptr<ModelChunk> model =
-      spec.build_chunk(config, 0, spec.stage_layers(config), *single);
+  const std::unique_ptr<ModelChunk> model = whole_model(state, *single);
   torch::NoGradGuard no_grad;
-  for (auto& item : model->module().named_parameters()) {
-    const auto it = state.tensors.find(item.key());
-    TRIAX_CHECK(it != state.tensors.end(), "the checkpoint has no parameter ", item.key());
-    item.value().copy_(it->second);
-  }
-  model->module().eval();
   std::vector<int64_t> tokens = prompt;
   const int64_t seq = config.model.seq_len;
   for (int64_t n = 0; n < count; ++n) {

@@ -59,21 +59,11 @@ FullModelState full_state(const std::string& out_root) {
 
 // The whole model at tp 1 x pp 1 with `state`'s weights: next-token logits of `ids`.
 torch::Tensor logits_of(const FullModelState& state, const torch::Tensor& ids) {
-  Config config = state.config;
-  config.parallel.tensor = 1;
-  config.parallel.pipeline = 1;
-  config.schedule.chunks_per_rank = 1;
-  config.schedule.layer_boundaries.clear();
-  const ModelSpec& spec = model_spec(config.model.arch);
   auto single = MpiCommunicator::self();
-  auto chunk = spec.build_chunk(config, 0, spec.stage_layers(config), *single);
+  const std::unique_ptr<ModelChunk> model = whole_model(state, *single);
   torch::NoGradGuard no_grad;
-  for (auto& item : chunk->module().named_parameters()) {
-    item.value().copy_(state.tensors.at(item.key()));
-  }
-  chunk->module().eval();
   const Batch batch{ids, ids};
-  return chunk->logits(chunk->forward(torch::Tensor(), batch));
+  return model->logits(model->forward(torch::Tensor(), batch));
 }
 
 void check_logits(const std::string& folder, const FullModelState& state, const TempDir& tmp) {
