@@ -152,8 +152,7 @@ TEST_CASE("the Llama trains like one process in every layout and schedule", "[mp
 // parameters within 8e-2, which only bounds AdamW: for gradients near zero its update is about
 // lr = 3e-3 whatever their size, so a rounding that flips a tiny gradient's sign moves that
 // weight by up to 2 lr per step. Measured (np 2, 4, 8): loss <= 3.5e-4, norm <= 3.4e-2,
-// parameters <= 3.9e-2. Run at np 1, 2 and 4 (CTest composition_bf16_np*): oversubscribed to 8
-// ranks on 2 cores this test takes minutes (the bf16 main job at 8 ranks does not slow down).
+// parameters <= 3.9e-2. CTest composition_bf16_np{1,2,4,8}.
 TEST_CASE("in bf16 every layout and schedule trains like one process in bf16",
           "[mpi][compose_bf16]") {
   const Tolerance bf16{2e-3, 8e-2};
