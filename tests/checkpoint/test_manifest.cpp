@@ -162,7 +162,8 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
         "    rope_high_freq_factor: 4\n", "    rope_original_max_positions: 8192\n",
         "    qkv_bias: false\n", "    bucketed: true\n", "    recompute: \"none\"\n",
         "    recompute_layers: 0\n", "  optimizer:\n    shard: false\n", "    sequence: false\n",
-        "    hierarchical: \"auto\"\n", "    tokenizer: \"bytes\"\n", "    precision: \"fp32\"\n"}) {
+        "    hierarchical: \"auto\"\n", "    tokenizer: \"bytes\"\n",
+        "    precision: \"fp32\"\n"}) {
     const auto at = written.find(key);
     REQUIRE(at != std::string::npos);
     written.erase(at, key.size());
