@@ -150,6 +150,9 @@ struct DdpConfig {
   /// but all-reduce inside, one all-reduce across among each node's first rank, broadcast
   /// inside (one flow per link); "false": flat.
   Hierarchical hierarchical = Hierarchical::kAuto;
+  /// The dtype gradients are averaged in across dp: "fp32" (default) or "bf16" (half the bytes;
+  /// each reduction step rounds to bf16, as NCCL's bf16 all-reduce). Needs ddp.bucketed: true.
+  Precision reduce_dtype = Precision::kFp32;
 };
 
 struct OptimizerConfig {

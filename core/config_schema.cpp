@@ -111,6 +111,9 @@ void visit_config(Config& c, ConfigVisitor& v) {
     choice_field(v, "hierarchical", c.ddp.hierarchical,
                  "gradient all-reduce inside each node first, then across nodes (auto: when the dp "
                  "group spans nodes evenly; leader: one rank per node crosses)");
+    choice_field(v, "reduce_dtype", c.ddp.reduce_dtype,
+                 "dtype gradients are averaged in across dp (bf16: half the bytes, rounded to "
+                 "bf16 per reduction step; needs bucketed: true)");
   });
   v.section("optimizer", [&] {
     v.field("shard", c.optimizer.shard,

@@ -149,6 +149,15 @@ void check_sharded_optimizer(const Config& config) {
   }
 }
 
+// A bf16 wire is DDP's bucket copy; the per-parameter baseline has none.
+void check_reduce_dtype(const Config& config) {
+  if (config.ddp.reduce_dtype == Precision::kBf16 && !config.ddp.bucketed) {
+    throw ConfigError(
+        "ddp.reduce_dtype: bf16 rounds DDP's buckets into a bf16 copy, but ddp.bucketed is false "
+        "(set ddp.bucketed: true, or ddp.reduce_dtype: fp32)");
+  }
+}
+
 }  // namespace
 
 RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
@@ -161,6 +170,7 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
   plan.batch = BatchPlan::create(config.train, plan.layout.dp_size());
   check_gpt_only_options(config);
   check_sharded_optimizer(config);
+  check_reduce_dtype(config);
   plan.stage_layers = spec.stage_layers(config);
   plan.schedule = pipeline_schedule(config, plan.batch);
   const int tp = plan.layout.tp_size();

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/flight_recorder.h"
+#include "parallel/comm/mpi_bf16_sum.h"
 #include "parallel/comm/mpi_check.h"
 #include "parallel/comm/polled_work.h"
 
@@ -18,8 +19,12 @@ namespace {
 // Largest element count per MPI call (MPI counts are int).
 constexpr int64_t kMaxChunk = int64_t{1} << 30;
 
-bool reduced_in_fp32(torch::ScalarType type) {
-  return type == torch::kHalf || type == torch::kBFloat16;
+// bf16 sums stay bf16 on the wire (mpi_bf16_sum.h); fp16, and bf16 max/min, are reduced in fp32.
+bool bf16_sum(torch::ScalarType type, ReduceOp op) {
+  return type == torch::kBFloat16 && (op == ReduceOp::kSum || op == ReduceOp::kAvg);
+}
+bool reduced_in_fp32(torch::ScalarType type, ReduceOp op) {
+  return (type == torch::kHalf || type == torch::kBFloat16) && !bf16_sum(type, op);
 }
 
 MPI_Datatype mpi_type(torch::ScalarType type) {
@@ -42,13 +47,14 @@ MPI_Datatype mpi_type(torch::ScalarType type) {
       return MPI_C_BOOL;
     case torch::kHalf:
     case torch::kBFloat16:
-      return MPI_UINT16_T;  // moved as raw 16-bit words, never reduced
+      return MPI_UINT16_T;  // raw 16-bit words: moved, or summed by bf16_sum_op
     default:
       throw Error(str("MpiCommunicator: unsupported dtype ", c10::toString(type)));
   }
 }
 
-MPI_Op mpi_op(ReduceOp op) {
+MPI_Op mpi_op(ReduceOp op, torch::ScalarType type) {
+  if (bf16_sum(type, op)) return bf16_sum_op();
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
@@ -74,9 +80,9 @@ void check_reducible(const torch::Tensor& tensor, ReduceOp op, const char* what)
 }
 
 // The contiguous buffer MPI works on: the tensor itself when possible, else a copy.
-torch::Tensor reduce_buffer(const torch::Tensor& tensor) {
-  return reduced_in_fp32(tensor.scalar_type()) ? tensor.to(torch::kFloat).contiguous()
-                                               : tensor.contiguous();
+torch::Tensor reduce_buffer(const torch::Tensor& tensor, ReduceOp op) {
+  return reduced_in_fp32(tensor.scalar_type(), op) ? tensor.to(torch::kFloat).contiguous()
+                                                   : tensor.contiguous();
 }
 
 char* byte_ptr(const torch::Tensor& t) {
@@ -172,13 +178,13 @@ MpiCommunicator::~MpiCommunicator() {
 WorkPtr MpiCommunicator::all_reduce_async(torch::Tensor tensor, ReduceOp op) {
   check_cpu(tensor, "all_reduce");
   check_reducible(tensor, op, "all_reduce");
-  torch::Tensor buffer = reduce_buffer(tensor);
+  torch::Tensor buffer = reduce_buffer(tensor, op);
+  const MPI_Op reduce = mpi_op(op, buffer.scalar_type());
   const uint64_t id = record("all-reduce", -1, -1, bytes_of(tensor));
   return post_chunked(
       buffer,
       [&](void* data, int count, MPI_Datatype type, MPI_Request* request) {
-        TRIAX_MPI_CHECK(
-            MPI_Iallreduce(MPI_IN_PLACE, data, count, type, mpi_op(op), comm_, request));
+        TRIAX_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, count, type, reduce, comm_, request));
       },
       finish_reduce(buffer, tensor, op, size_), id);
 }
@@ -206,14 +212,14 @@ WorkPtr MpiCommunicator::reduce_scatter_async(torch::Tensor output, torch::Tenso
   check_cpu(output, "reduce_scatter");
   check_reducible(input, op, "reduce_scatter");
   check_stacked(input, output, "reduce_scatter");
-  torch::Tensor send = reduce_buffer(input);
-  torch::Tensor recv = reduce_buffer(output);
+  torch::Tensor send = reduce_buffer(input, op);
+  torch::Tensor recv = reduce_buffer(output, op);
   const MPI_Datatype type = mpi_type(send.scalar_type());
   const int count = as_count(recv.numel(), "reduce_scatter");
   std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
   const uint64_t id = record("reduce-scatter", -1, -1, bytes_of(input));
   TRIAX_MPI_CHECK(MPI_Ireduce_scatter_block(send.data_ptr(), recv.data_ptr(), count, type,
-                                            mpi_op(op), comm_, &requests[0]));
+                                            mpi_op(op, send.scalar_type()), comm_, &requests[0]));
   auto finish = finish_reduce(recv, output, op, size_);
   return mpi_work(
       std::move(requests), [send, finish]() { finish(); }, id);

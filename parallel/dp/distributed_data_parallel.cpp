@@ -46,6 +46,10 @@ DistributedDataParallel::DistributedDataParallel(
       bucket.params = torch::zeros({numel}, options);
       bucket.grad_shard = torch::zeros({numel / ranks}, options);
     }
+    if (options_.reduce_dtype != options.dtype().toScalarType() && ranks > 1) {
+      bucket.wire = torch::empty({numel}, options.dtype(options_.reduce_dtype));
+      if (options_.shard) bucket.wire_shard = torch::empty({numel / ranks}, bucket.wire.options());
+    }
     int64_t offset = 0;
     for (size_t k : members) {
       torch::Tensor& p = params_[k].second;
@@ -130,7 +134,24 @@ void DistributedDataParallel::mark_final(size_t index) {
 void DistributedDataParallel::launch(Bucket& bucket) {
   if (options_.shard) return;  // finish() reduce-scatters every bucket
   const flight::Label label(str("DDP bucket ", &bucket - buckets_.data(), " of ", buckets_.size()));
-  bucket.work = dp_.size() > 1 ? dp_.all_reduce_async(bucket.buffer, ReduceOp::kAvg) : nullptr;
+  if (dp_.size() == 1) return;
+  if (!bucket.wire.defined()) {
+    bucket.work = dp_.all_reduce_async(bucket.buffer, ReduceOp::kAvg);
+    return;
+  }
+  bucket.wire.copy_(bucket.buffer);
+  bucket.work = dp_.all_reduce_async(bucket.wire, ReduceOp::kSum);
+}
+
+bool DistributedDataParallel::narrowed() const {
+  return !buckets_.empty() && buckets_.front().wire.defined();
+}
+
+void DistributedDataParallel::land(Bucket& bucket) {
+  // Dividing after widening keeps the average's rounding in fp32.
+  torch::Tensor& target = options_.shard ? bucket.grad_shard : bucket.buffer;
+  target.copy_(options_.shard ? bucket.wire_shard : bucket.wire);
+  target.div_(dp_.size());
 }
 
 std::vector<DdpBucketView> DistributedDataParallel::bucket_views() const {
@@ -173,14 +194,22 @@ void DistributedDataParallel::finish() {
   if (options_.shard) {
     for (size_t b = 0; b < buckets_.size(); ++b) {
       const flight::Label label(str("DDP reduce-scatter bucket ", b, " of ", buckets_.size()));
-      buckets_[b].work =
-          dp_.reduce_scatter_async(buckets_[b].grad_shard, buckets_[b].buffer, ReduceOp::kAvg);
+      Bucket& bucket = buckets_[b];
+      if (bucket.wire.defined()) {
+        bucket.wire.copy_(bucket.buffer);
+        bucket.work = dp_.reduce_scatter_async(bucket.wire_shard, bucket.wire, ReduceOp::kSum);
+      } else {
+        bucket.work = dp_.reduce_scatter_async(bucket.grad_shard, bucket.buffer, ReduceOp::kAvg);
+      }
     }
   }
   const auto start = std::chrono::steady_clock::now();
   for (auto& bucket : buckets_) {
     if (bucket.work) bucket.work->wait();
     bucket.work = nullptr;
+  }
+  if (narrowed()) {
+    for (auto& bucket : buckets_) land(bucket);
   }
   exposed_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

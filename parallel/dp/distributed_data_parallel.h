@@ -38,6 +38,11 @@ struct DdpOptions {
   /// sharded optimizer (train/optim/sharded_adamw.h) updates the shard and all-gathers the
   /// parameters. All reduce-scatters start in finish(), after the caller has summed tied gradients.
   bool shard = false;
+  /// The dtype gradients cross the dp group in (ddp.reduce_dtype). kBFloat16 halves the bytes:
+  /// each bucket is rounded into a bf16 copy, summed in bf16 (Communicator semantics: pairwise,
+  /// as NCCL), then widened back into the fp32 bucket and divided by dp there. Gradients still
+  /// accumulate across micro-batches in the parameters' dtype.
+  torch::ScalarType reduce_dtype = torch::kFloat;
 };
 
 class DistributedDataParallel : public GradientSync {
@@ -72,6 +77,8 @@ class DistributedDataParallel : public GradientSync {
     torch::Tensor buffer;
     torch::Tensor params;          // shard mode: the flat parameters
     torch::Tensor grad_shard;      // shard mode: this rank's averaged slice
+    torch::Tensor wire;            // reduce_dtype != the gradients' (dp > 1): the buffer as sent
+    torch::Tensor wire_shard;      // ... and, in shard mode, the reduced slice as received
     std::vector<size_t> members;   // indices into params_
     std::vector<int64_t> offsets;  // each member's first element in the buffer
     int pending = 0;
@@ -80,6 +87,8 @@ class DistributedDataParallel : public GradientSync {
   void on_gradient(size_t index);
   void mark_final(size_t index);
   void launch(Bucket& bucket);
+  bool narrowed() const;      // gradients cross the group in a narrower dtype than they accumulate
+  void land(Bucket& bucket);  // after a narrowed bucket's reduction: widen and average it
 
   std::vector<std::pair<std::string, torch::Tensor>> params_;
   std::vector<torch::Tensor> views_;

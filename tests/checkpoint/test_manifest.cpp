@@ -163,7 +163,7 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
         "    qkv_bias: false\n", "    bucketed: true\n", "    recompute: \"none\"\n",
         "    recompute_layers: 0\n", "  optimizer:\n    shard: false\n", "    sequence: false\n",
         "    hierarchical: \"auto\"\n", "    tokenizer: \"bytes\"\n",
-        "    precision: \"fp32\"\n"}) {
+        "    precision: \"fp32\"\n", "    reduce_dtype: \"fp32\"\n"}) {
     const auto at = written.find(key);
     REQUIRE(at != std::string::npos);
     written.erase(at, key.size());

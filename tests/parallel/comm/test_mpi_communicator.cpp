@@ -2,6 +2,9 @@
 // fills its tensor with its rank (or a known function of it) and checks the exact result.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
+#include "parallel/comm/mpi_bf16_sum.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "support/test_world.h"
 
@@ -191,4 +194,62 @@ TEST_CASE("bad arguments are errors, not MPI aborts", "[mpi][comm]") {
   CHECK_THROWS_WITH(comm->send(t, comm->size()), Catch::Contains("is not in [0,"));
   CHECK_THROWS_WITH(comm->broadcast(t, -1), Catch::Contains("is not in [0,"));
   CHECK_THROWS_WITH(comm->all_gather_async(torch::zeros({3}), t), Catch::Contains("output shape"));
+}
+
+// bf16 sums stay bf16 on the wire (mpi_bf16_sum.h). The per-element add is checked against
+// c10::BFloat16's own arithmetic (round to nearest even, NaN and infinities), then the
+// all-reduce: with two ranks one rounding, exactly fp32's sum rounded to bf16; with more, one
+// rounding per addition.
+TEST_CASE("bf16 words add as c10::BFloat16 does", "[mpi][comm]") {
+  torch::manual_seed(3);
+  torch::Tensor a =
+      (torch::randn({4096}) * torch::exp(torch::randn({4096}) * 8)).to(torch::kBFloat16);
+  torch::Tensor b =
+      (torch::randn({4096}) * torch::exp(torch::randn({4096}) * 8)).to(torch::kBFloat16);
+  const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, 1.0f + 1.0f / 256};
+  for (int i = 0; i < 7; ++i) {
+    for (int j = 0; j < 7; ++j) {
+      a[i * 7 + j] = specials[i];
+      b[i * 7 + j] = specials[j];
+    }
+  }
+  torch::Tensor sum = b.clone();
+  triax::bf16_add_into(reinterpret_cast<const uint16_t*>(a.data_ptr()),
+                       reinterpret_cast<uint16_t*>(sum.data_ptr()), a.numel());
+  const auto* x = a.data_ptr<c10::BFloat16>();
+  const auto* y = b.data_ptr<c10::BFloat16>();
+  const auto* got = sum.data_ptr<c10::BFloat16>();
+  int differ = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const c10::BFloat16 want(static_cast<float>(x[i]) + static_cast<float>(y[i]));
+    const bool both_nan =
+        std::isnan(static_cast<float>(want)) && std::isnan(static_cast<float>(got[i]));
+    if (!both_nan && want.x != got[i].x) ++differ;
+  }
+  CHECK(differ == 0);
+}
+
+TEST_CASE("all_reduce sums bf16 in bf16", "[mpi][comm]") {
+  auto comm = world();
+  const int n = comm->size();
+  torch::manual_seed(10 + comm->rank());
+  const torch::Tensor mine = torch::randn({1000}).to(torch::kBFloat16);
+  const torch::Tensor all = comm->all_gather(mine.view({1, -1})).to(torch::kFloat);  // exact
+  const torch::Tensor exact = all.sum(0);
+  torch::Tensor t = mine.clone();
+  comm->all_reduce(t, ReduceOp::kSum);
+  REQUIRE(t.scalar_type() == torch::kBFloat16);
+  const torch::Tensor magnitude = all.abs().sum(0);
+  // n - 1 additions, each rounding by at most half a bf16 ulp (2^-8 relative) of a partial sum.
+  const auto within_rounding = [&](const torch::Tensor& got) {
+    const torch::Tensor error = (got.to(torch::kFloat) - exact).abs();
+    return (error <= magnitude * std::max(n - 1, 1) * std::ldexp(1.0, -8)).all().item<bool>();
+  };
+  CHECK(within_rounding(t));
+  if (n <= 2) CHECK(torch::equal(t, exact.to(torch::kBFloat16)));
+  // The same through reduce_scatter (its order of additions may differ from all_reduce's).
+  const torch::Tensor chunk = comm->reduce_scatter(mine.repeat({n}), ReduceOp::kSum);
+  REQUIRE(chunk.scalar_type() == torch::kBFloat16);
+  CHECK(within_rounding(chunk));
+  if (n <= 2) CHECK(torch::equal(chunk, t));
 }

@@ -95,3 +95,78 @@ TEST_CASE("a parameter without gradient is named, or zero when allowed", "[mpi][
   ddp.finish();
   CHECK(net.unused.grad().abs().sum().item<double>() == 0.0);
 }
+
+// ddp.reduce_dtype: bf16. Gradients cross the group as bf16 (half the bytes of fp32) and come
+// back as the fp32 average within bf16's rounding; with ZeRO-1's reduce-scatter too.
+// The bound: each rank's gradient rounds once into bf16 and each of the n - 1 additions once
+// more, each by at most u = 2^-8 (bf16's unit roundoff) of a partial sum, so the sum is off by at
+// most n * u * sum_i |g_i| and the average by u * sum_i |g_i|. Relative to the average itself
+// the error is unbounded where ranks' gradients cancel, hence the sum of magnitudes.
+TEST_CASE("DDP reduces in bf16 when asked: half the bytes, the average within bf16 rounding",
+          "[mpi][ddp]") {
+  auto world = MpiCommunicator::world();
+  const int n = world->size();
+  // Every parameter's |local gradient| summed over ranks, unbucketed.
+  torch::manual_seed(1);
+  Net local;
+  local.forward(data(world->rank(), 0)).pow(2).sum().backward();
+  std::vector<torch::Tensor> magnitude;
+  for (auto& item : used_parameters(local)) {
+    magnitude.push_back(item.second.grad().abs());
+    world->all_reduce(magnitude.back());
+  }
+  for (bool shard : {false, true}) {
+    INFO("shard " << shard);
+    std::vector<torch::Tensor> grads[2];
+    std::vector<torch::Tensor> bounds;
+    int64_t bytes[2] = {0, 0};
+    for (int narrow : {0, 1}) {
+      CountingCommunicator dp(*world);
+      torch::manual_seed(1);
+      Net net;
+      DdpOptions options{0.001, false, shard, narrow ? torch::kBFloat16 : torch::kFloat};
+      DistributedDataParallel ddp(used_parameters(net), dp, options);
+      dp.reset();
+      ddp.set_sync(true);
+      net.forward(data(dp.rank(), 0)).pow(2).sum().backward();
+      ddp.finish();
+      bytes[narrow] = dp.counts().all_reduce_bytes + dp.counts().reduce_scatter_bytes;
+      for (const auto& view : ddp.bucket_views()) {
+        grads[narrow].push_back(view.grad_shard.clone());
+        // This rank's slice of the bucket's magnitudes, laid out as the bucket is.
+        torch::Tensor flat = torch::zeros({view.shard_size * n});
+        for (const auto& m : view.members) {
+          flat.narrow(0, m.offset, m.numel).copy_(magnitude[m.index].flatten());
+        }
+        if (narrow) bounds.push_back(flat.narrow(0, view.shard_begin, view.shard_size));
+      }
+      if (!shard) {
+        for (auto& item : used_parameters(net)) grads[narrow].push_back(item.second.grad().clone());
+        if (narrow) bounds = magnitude;
+      }
+      for (const auto& g : grads[narrow]) CHECK(g.scalar_type() == torch::kFloat);
+    }
+    REQUIRE(grads[0].size() == grads[1].size());
+    REQUIRE(bounds.size() == grads[0].size());
+    if (n == 1) {
+      CHECK(bytes[0] == bytes[1]);  // nothing crosses a group of one
+      for (size_t k = 0; k < grads[0].size(); ++k) CHECK(torch::equal(grads[0][k], grads[1][k]));
+      continue;
+    }
+    CHECK(bytes[1] * 2 == bytes[0]);
+    double worst = 0;
+    bool rounded = false;
+    for (size_t k = 0; k < grads[0].size(); ++k) {
+      const torch::Tensor error = (grads[1][k] - grads[0][k]).abs();
+      const torch::Tensor bound = bounds[k] * std::ldexp(1.0, -8) * 1.01;
+      worst = std::max(worst, (error / (bound + 1e-30)).max().item<double>());
+      rounded = rounded || error.max().item<double>() > 0;
+    }
+    CHECK(worst <= 1.0);
+    CHECK(rounded);  // a bf16 wire that came back bit-equal to fp32 would mean it was not used
+    std::printf(
+        "[ddp] bf16 reduce dp=%d shard=%d: bytes %lld vs fp32 %lld, worst error %.2f of "
+        "the bound\n",
+        n, shard, static_cast<long long>(bytes[1]), static_cast<long long>(bytes[0]), worst);
+  }
+}
