@@ -155,15 +155,26 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
   // without them.
   again.write();
   std::string written = read_all(again.path());
-  for (const std::string key :
-       {"    activation: \"gelu\"\n", "    kv_heads: 0\n", "    intermediate_size: 0\n",
-        "    multiple_of: 256\n", "    norm_eps: 1e-05\n", "    rope_theta: 10000\n",
-        "    rope_scaling_factor: 0\n", "    rope_low_freq_factor: 1\n",
-        "    rope_high_freq_factor: 4\n", "    rope_original_max_positions: 8192\n",
-        "    qkv_bias: false\n", "    bucketed: true\n", "    recompute: \"none\"\n",
-        "    recompute_layers: 0\n", "  optimizer:\n    shard: false\n", "    sequence: false\n",
-        "    hierarchical: \"auto\"\n", "    tokenizer: \"bytes\"\n",
-        "    precision: \"fp32\"\n", "    reduce_dtype: \"fp32\"\n"}) {
+  for (const std::string key : {"    activation: \"gelu\"\n",
+                                "    kv_heads: 0\n",
+                                "    intermediate_size: 0\n",
+                                "    multiple_of: 256\n",
+                                "    norm_eps: 1e-05\n",
+                                "    rope_theta: 10000\n",
+                                "    rope_scaling_factor: 0\n",
+                                "    rope_low_freq_factor: 1\n",
+                                "    rope_high_freq_factor: 4\n",
+                                "    rope_original_max_positions: 8192\n",
+                                "    qkv_bias: false\n",
+                                "    bucketed: true\n",
+                                "    recompute: \"none\"\n",
+                                "    recompute_layers: 0\n",
+                                "  optimizer:\n    shard: false\n",
+                                "    sequence: false\n",
+                                "    hierarchical: \"auto\"\n",
+                                "    tokenizer: \"bytes\"\n",
+                                "    precision: \"fp32\"\n",
+                                "    reduce_dtype: \"fp32\"\n"}) {
     const auto at = written.find(key);
     REQUIRE(at != std::string::npos);
     written.erase(at, key.size());
