@@ -30,7 +30,10 @@ void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
 
 }  // namespace
 
-void bf16_add_into(const uint16_t* in, uint16_t* inout, int64_t count) {
+// Compiled for AVX-512 and AVX2 as well, chosen at load time (the build is portable, SSE2 only):
+// the wide forms run the loop ~5x faster, which decides whether a bf16 wire pays at all.
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void bf16_add_into(
+    const uint16_t* in, uint16_t* inout, int64_t count) {
   for (int64_t i = 0; i < count; ++i) inout[i] = round_to_bf16(widen(in[i]) + widen(inout[i]));
 }
 

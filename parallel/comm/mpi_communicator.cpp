@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <climits>
+#include <deque>
 #include <functional>
 #include <vector>
 
@@ -111,6 +112,70 @@ class MpiCompletion : public Completion {
   std::vector<MPI_Request> requests_;
 };
 
+}  // namespace
+
+// Note [Two-phase bf16 all-reduce]: a bf16 sum is a reduce-scatter, then an all-gather of its
+// result, posted when the reduce-scatter completes. MPI needs every rank to post collectives on
+// a communicator in the same order, but completions are seen at different times on different
+// ranks, so the all-gathers go on a second communicator (gathers_) and strictly in the order
+// the reduce-scatters were posted: a queue, advanced from whichever operation is tested (any of
+// them may be the one waited on).
+class MpiCommunicator::GatherQueue {
+ public:
+  struct Pending {
+    std::vector<MPI_Request> scatter;
+    std::function<std::vector<MPI_Request>()> post_gather;
+    std::vector<MPI_Request> gather;
+    bool gathering = false;
+  };
+  std::shared_ptr<Pending> push(std::vector<MPI_Request> scatter,
+                                std::function<std::vector<MPI_Request>()> post_gather) {
+    auto pending = std::make_shared<Pending>();
+    pending->scatter = std::move(scatter);
+    pending->post_gather = std::move(post_gather);
+    queue_.push_back(pending);
+    return pending;
+  }
+  // Posts the all-gather of every leading operation whose reduce-scatter has completed.
+  void advance() {
+    while (!queue_.empty()) {
+      Pending& front = *queue_.front();
+      int done = 0;
+      TRIAX_MPI_CHECK(MPI_Testall(static_cast<int>(front.scatter.size()), front.scatter.data(),
+                                  &done, MPI_STATUSES_IGNORE));
+      if (!done) return;
+      front.gather = front.post_gather();
+      front.post_gather = nullptr;
+      front.gathering = true;
+      queue_.pop_front();
+    }
+  }
+
+ private:
+  std::deque<std::shared_ptr<Pending>> queue_;
+};
+
+namespace {
+
+class TwoPhaseCompletion : public Completion {
+ public:
+  TwoPhaseCompletion(std::shared_ptr<MpiCommunicator::GatherQueue> queue,
+                     std::shared_ptr<MpiCommunicator::GatherQueue::Pending> pending)
+      : queue_(std::move(queue)), pending_(std::move(pending)) {}
+  bool test() override {
+    queue_->advance();
+    if (!pending_->gathering) return false;
+    int done = 0;
+    TRIAX_MPI_CHECK(MPI_Testall(static_cast<int>(pending_->gather.size()), pending_->gather.data(),
+                                &done, MPI_STATUSES_IGNORE));
+    return done != 0;
+  }
+
+ private:
+  std::shared_ptr<MpiCommunicator::GatherQueue> queue_;
+  std::shared_ptr<MpiCommunicator::GatherQueue::Pending> pending_;
+};
+
 WorkPtr mpi_work(std::vector<MPI_Request> requests, std::function<void()> finish,
                  uint64_t flight_id) {
   return std::make_shared<PolledWork>(std::make_unique<MpiCompletion>(std::move(requests)),
@@ -163,7 +228,8 @@ std::unique_ptr<MpiCommunicator> MpiCommunicator::self() {
   return std::make_unique<MpiCommunicator>(comm);
 }
 
-MpiCommunicator::MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+MpiCommunicator::MpiCommunicator(MPI_Comm comm)
+    : comm_(comm), gather_queue_(std::make_shared<GatherQueue>()) {
   TRIAX_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   TRIAX_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   TRIAX_MPI_CHECK(MPI_Comm_size(comm_, &size_));
@@ -173,11 +239,13 @@ MpiCommunicator::~MpiCommunicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+  if (gathers_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&gathers_);
 }
 
 WorkPtr MpiCommunicator::all_reduce_async(torch::Tensor tensor, ReduceOp op) {
   check_cpu(tensor, "all_reduce");
   check_reducible(tensor, op, "all_reduce");
+  if (bf16_sum(tensor.scalar_type(), op) && size_ > 1) return bf16_all_reduce(tensor, op);
   torch::Tensor buffer = reduce_buffer(tensor, op);
   const MPI_Op reduce = mpi_op(op, buffer.scalar_type());
   const uint64_t id = record("all-reduce", -1, -1, bytes_of(tensor));
@@ -187,6 +255,43 @@ WorkPtr MpiCommunicator::all_reduce_async(torch::Tensor tensor, ReduceOp op) {
         TRIAX_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, count, type, reduce, comm_, request));
       },
       finish_reduce(buffer, tensor, op, size_), id);
+}
+
+// MPICH runs an all-reduce with a user-defined op by recursive doubling, which sends the whole
+// buffer at every step: across two nodes, bf16 words that way cost as many bytes as fp32 ones
+// by reduce-scatter + all-gather (what MPICH picks for built-in ops). So bf16 sums are posted as
+// those two phases here: a reduce-scatter (MPICH halves recursively or goes pairwise for any
+// commutative op) of the buffer padded to a multiple of the group, then an all-gather
+// (Note [Two-phase bf16 all-reduce]).
+WorkPtr MpiCommunicator::bf16_all_reduce(torch::Tensor tensor, ReduceOp op) {
+  const int64_t numel = tensor.numel();
+  const int64_t chunk = (numel + size_ - 1) / size_;
+  const int count = as_count(chunk, "all_reduce");
+  torch::Tensor whole = torch::zeros({chunk * size_}, tensor.options());
+  whole.narrow(0, 0, numel).copy_(tensor.reshape({-1}));
+  torch::Tensor mine = torch::empty({chunk}, tensor.options());
+  const uint64_t id = record("all-reduce", -1, -1, bytes_of(tensor));
+  std::vector<MPI_Request> first(1, MPI_REQUEST_NULL);
+  TRIAX_MPI_CHECK(MPI_Ireduce_scatter_block(whole.data_ptr(), mine.data_ptr(), count, MPI_UINT16_T,
+                                            bf16_sum_op(), comm_, &first[0]));
+  if (gathers_ == MPI_COMM_NULL) TRIAX_MPI_CHECK(MPI_Comm_dup(comm_, &gathers_));
+  MPI_Comm comm = gathers_;
+  auto gather = [whole, mine, count, comm]() {
+    std::vector<MPI_Request> second(1, MPI_REQUEST_NULL);
+    TRIAX_MPI_CHECK(MPI_Iallgather(mine.data_ptr(), count, MPI_UINT16_T, whole.data_ptr(), count,
+                                   MPI_UINT16_T, comm, &second[0]));
+    return second;
+  };
+  const int size = size_;
+  auto finish = [whole, tensor, numel, op, size]() mutable {
+    torch::Tensor result = whole.narrow(0, 0, numel).view(tensor.sizes());
+    if (op == ReduceOp::kAvg) result.div_(size);
+    tensor.copy_(result);
+  };
+  auto pending = gather_queue_->push(std::move(first), std::move(gather));
+  return std::make_shared<PolledWork>(
+      std::make_unique<TwoPhaseCompletion>(gather_queue_, std::move(pending)), id,
+      std::move(finish));
 }
 
 WorkPtr MpiCommunicator::all_gather_async(torch::Tensor output, torch::Tensor input) {

@@ -45,8 +45,14 @@ class MpiCommunicator : public Communicator {
   WorkPtr barrier_async() override;
   std::unique_ptr<Communicator> split(int color, int key) override;
 
+  class GatherQueue;  // Note [Two-phase bf16 all-reduce] in the .cpp
+
  private:
+  WorkPtr bf16_all_reduce(torch::Tensor tensor, ReduceOp op);
+
   MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm gathers_ = MPI_COMM_NULL;  // the all-gathers of bf16 sums, dup'd on first use
+  std::shared_ptr<GatherQueue> gather_queue_;
   int rank_ = 0;
   int size_ = 1;
 };

@@ -253,3 +253,24 @@ TEST_CASE("all_reduce sums bf16 in bf16", "[mpi][comm]") {
   CHECK(within_rounding(chunk));
   if (n <= 2) CHECK(torch::equal(chunk, t));
 }
+
+// Several bf16 sums in flight, waited for in reverse order: each is a reduce-scatter then an
+// all-gather, and the all-gathers must be posted in the same order on every rank whatever
+// order completions are seen in (Note [Two-phase bf16 all-reduce]).
+TEST_CASE("bf16 sums in flight together complete in any order of waiting", "[mpi][comm]") {
+  auto comm = world();
+  const int n = comm->size();
+  std::vector<torch::Tensor> tensors;
+  std::vector<triax::WorkPtr> works;
+  for (int k = 0; k < 6; ++k) {
+    // Sizes that do and do not divide by the group; values exact in bf16 and in their sum.
+    tensors.push_back(torch::full({1000 * k + 3}, comm->rank() + k, torch::kBFloat16));
+    works.push_back(
+        comm->all_reduce_async(tensors.back(), k % 2 ? ReduceOp::kSum : ReduceOp::kAvg));
+  }
+  for (int k = 5; k >= 0; --k) {
+    works[k]->wait();
+    const double sum = n * (n - 1) / 2.0 + n * k;
+    CHECK(all_equal(tensors[k], k % 2 ? sum : sum / n));
+  }
+}
