@@ -78,18 +78,23 @@ struct GatheredLinear : torch::autograd::Function<GatheredLinear> {
     Communicator& tp = saved_comm(ctx);
     const auto saved = ctx->get_saved_variables();
     const auto compute = static_cast<torch::ScalarType>(ctx->saved_data["compute"].toInt());
-    // gathered again, not kept
-    const torch::Tensor full = all_gather_dim1(saved[0], tp).to(compute);
-    const torch::Tensor weight = saved[1].to(compute);
     const torch::Tensor grad = grads[0].to(compute).contiguous();
     const torch::Tensor grad_2d = grad.reshape({-1, grad.size(-1)});
-    const torch::Tensor grad_input =
-        reduce_scatter_dim1(torch::matmul(grad, weight), tp).to(saved[0].scalar_type());
-    const torch::Tensor grad_weight =
-        grad_2d.t().mm(full.reshape({-1, full.size(-1)})).to(saved[1].scalar_type());
-    const torch::Tensor grad_bias = ctx->saved_data["bias"].toBool()
-                                        ? grad_2d.sum(0).to(saved[1].scalar_type())
-                                        : torch::Tensor();
+    // Only what is asked: a split backward (schedules/split_backward.h) asks for the input's
+    // gradient first and the weight's later, and each costs a collective over tp.
+    torch::Tensor grad_input, grad_weight, grad_bias;
+    if (ctx->needs_input_grad(1)) {
+      // gathered again, not kept
+      const torch::Tensor full = all_gather_dim1(saved[0], tp).to(compute);
+      grad_weight = grad_2d.t().mm(full.reshape({-1, full.size(-1)})).to(saved[1].scalar_type());
+    }
+    if (ctx->needs_input_grad(0)) {
+      const torch::Tensor weight = saved[1].to(compute);
+      grad_input = reduce_scatter_dim1(torch::matmul(grad, weight), tp).to(saved[0].scalar_type());
+    }
+    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) {
+      grad_bias = grad_2d.sum(0).to(saved[1].scalar_type());
+    }
     return {grad_input, grad_weight, grad_bias, torch::Tensor(), torch::Tensor()};
   }
 };
