@@ -162,11 +162,12 @@ struct OptimizerConfig {
 };
 
 struct ScheduleConfig {
-  /// Pipeline schedule: "gpipe", "1f1b" or "interleaved". Default "1f1b".
+  /// Pipeline schedule: "gpipe", "1f1b", "interleaved", "zbh1" (zero-bubble H1: split backward,
+  /// 1F1B's memory) or "zbv" (zero-bubble V: two chunks per rank in a V). Default "1f1b".
   ScheduleKind name = ScheduleKind::k1F1B;
   /// Micro-batches per step; 0 = global_batch / (micro_batch * dp). Default 0.
   int64_t microbatches = 0;
-  /// Model chunks per pipeline rank (interleaved: >= 2). Default 1.
+  /// Model chunks per pipeline rank (interleaved: >= 2; zbv: 2). Default 1.
   int64_t chunks_per_rank = 1;
   /// First layer of stages 1 .. p*v-1; empty = balanced by layer count. Default [].
   std::vector<int64_t> layer_boundaries = {};

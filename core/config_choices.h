@@ -21,7 +21,7 @@ enum class Activation { kGelu, kGeluTanh };                 ///< model.activatio
 enum class OptimizerKind { kSgd, kAdamW };                  ///< train.optimizer: sgd | adamw
 enum class Recompute { kNone, kFull, kSelective };          ///< train.recompute
 enum class LrDecay { kConstant, kCosine, kLinear };         ///< train.lr_decay
-enum class ScheduleKind { kGpipe, k1F1B, kInterleaved };    ///< schedule.name
+enum class ScheduleKind { kGpipe, k1F1B, kInterleaved, kZbh1, kZbv };  ///< schedule.name
 enum class Hierarchical { kAuto, kTrue, kLeader, kFalse };  ///< ddp.hierarchical
 enum class Backend { kAuto, kMpi, kTcp };                   ///< comm.backend
 enum class Precision { kFp32, kBf16 };                      ///< train.precision, ddp.reduce_dtype

@@ -9,9 +9,11 @@
 // kind), so messages of different chunks never mix. Sends are non-blocking and completed at the
 // end of the step; only receives wait (see schedule.h), so no two ranks can block on each other's
 // send.
-// Each micro-batch's input and output are kept from its forward until its backward, then
-// released. The loss of each micro-batch is scaled by 1/m, so the accumulated gradients are those
-// of the mean loss over the whole batch; the mean loss is returned on every pipeline rank.
+// Each micro-batch's input and output are kept from its forward until its backward (B, or W
+// after a split backward: W needs the graph I kept), then released. A message between two
+// stages on this rank (ZB-V's turn at the V's bottom) is handed over without communication. The
+// loss of each micro-batch is scaled by 1/m, so the accumulated gradients are those of the mean
+// loss over the whole batch; the mean loss is returned on every pipeline rank.
 #pragma once
 
 #include <torch/torch.h>
@@ -27,9 +29,13 @@ namespace triax {
 struct StageFunctions {
   std::function<torch::Tensor(int chunk, int microbatch, const torch::Tensor& input)> forward;
   std::function<torch::Tensor(int microbatch, const torch::Tensor& output)> loss;
-  /// Optional: called before each backward; `last` is true for the chunk's final backward of
-  /// the step (where data-parallel gradient sync should start).
+  /// Optional: called before each backward action (B, I or W); `last` is true for the chunk's
+  /// final one of its kind in the step — the final B, or the final I and the final W of a split
+  /// backward — where data-parallel gradient sync should start.
   std::function<void(int chunk, int microbatch, bool last)> before_backward;
+  /// Optional: after each W, the parameters whose gradients it completed (hooks on parameters do
+  /// not see W: it adds to .grad itself; schedules/split_backward.h).
+  std::function<void(int chunk, const std::vector<torch::Tensor>& params)> weights_ready;
 };
 
 /// One action as it ran: what, and its start and end in microseconds since the step began.

@@ -1,6 +1,7 @@
 #include "schedules/schedule.h"
 
 #include <algorithm>
+#include <deque>
 #include <sstream>
 
 #include "core/error.h"
@@ -14,6 +15,12 @@ Action forward(int chunk, int mb) {
 Action backward(int chunk, int mb) {
   return Action{ActionKind::kBackward, chunk, mb, -1};
 }
+Action input_grad(int chunk, int mb) {
+  return Action{ActionKind::kBackwardInput, chunk, mb, -1};
+}
+Action weight_grad(int chunk, int mb) {
+  return Action{ActionKind::kBackwardWeight, chunk, mb, -1};
+}
 
 void check_sizes(int stages, int microbatches, int chunks) {
   if (stages < 1) throw ConfigError(str("parallel.pipeline: ", stages, " must be >= 1"));
@@ -25,12 +32,21 @@ void check_sizes(int stages, int microbatches, int chunks) {
 
 }  // namespace
 
+bool is_compute(ActionKind kind) {
+  return kind == ActionKind::kForward || kind == ActionKind::kBackward ||
+         kind == ActionKind::kBackwardInput || kind == ActionKind::kBackwardWeight;
+}
+
 const char* action_name(ActionKind kind) {
   switch (kind) {
     case ActionKind::kForward:
       return "F";
     case ActionKind::kBackward:
       return "B";
+    case ActionKind::kBackwardInput:
+      return "I";
+    case ActionKind::kBackwardWeight:
+      return "W";
     case ActionKind::kSendActivation:
       return "sendA";
     case ActionKind::kRecvActivation:
@@ -49,7 +65,7 @@ std::string Schedule::table() const {
   for (size_t r = 0; r < ranks.size(); ++r) {
     out << "  rank " << r << ":";
     for (const Action& a : ranks[r]) {
-      if (a.kind != ActionKind::kForward && a.kind != ActionKind::kBackward) continue;
+      if (!is_compute(a.kind)) continue;
       out << " " << action_name(a.kind) << a.microbatch;
       if (chunks > 1) out << "c" << a.chunk;
     }
@@ -59,16 +75,23 @@ std::string Schedule::table() const {
 }
 
 Schedule with_communication(const std::string& name, int stages, int microbatches, int chunks,
-                            const std::vector<std::vector<Action>>& compute) {
-  Schedule schedule{name, stages, microbatches, chunks, {}};
+                            const std::vector<std::vector<Action>>& compute, bool v_shape) {
+  Schedule schedule;
+  schedule.name = name;
+  schedule.stages = stages;
+  schedule.microbatches = microbatches;
+  schedule.chunks = chunks;
+  schedule.v_shape = v_shape;
   const int last = stages * chunks - 1;
   for (int r = 0; r < stages; ++r) {
     std::vector<Action> actions;
     for (const Action& a : compute[static_cast<size_t>(r)]) {
       const int s = schedule.stage_of(r, a.chunk);
-      const int prev_rank = (s - 1 + stages) % stages;
-      const int next_rank = (s + 1) % stages;
-      if (a.kind == ActionKind::kForward) {
+      const int prev_rank = s > 0 ? schedule.rank_of(s - 1) : -1;
+      const int next_rank = s < last ? schedule.rank_of(s + 1) : -1;
+      if (a.kind == ActionKind::kBackwardWeight) {
+        actions.push_back(a);
+      } else if (a.kind == ActionKind::kForward) {
         if (s > 0)
           actions.push_back({ActionKind::kRecvActivation, a.chunk, a.microbatch, prev_rank});
         actions.push_back(a);
@@ -95,7 +118,7 @@ Schedule gpipe(int stages, int microbatches) {
   return with_communication("gpipe", stages, microbatches, 1, compute);
 }
 
-Schedule forward_only(int stages, int microbatches, int chunks) {
+Schedule forward_only(int stages, int microbatches, int chunks, bool v_shape) {
   check_sizes(stages, microbatches, chunks);
   std::vector<std::vector<Action>> compute(static_cast<size_t>(stages));
   for (auto& actions : compute) {
@@ -103,7 +126,8 @@ Schedule forward_only(int stages, int microbatches, int chunks) {
       for (int i = 0; i < microbatches; ++i) actions.push_back(forward(c, i));
     }
   }
-  Schedule schedule = with_communication("forward-only", stages, microbatches, chunks, compute);
+  Schedule schedule =
+      with_communication("forward-only", stages, microbatches, chunks, compute, v_shape);
   schedule.backward = false;
   return schedule;
 }
@@ -123,7 +147,10 @@ Schedule one_f_one_b(int stages, int microbatches) {
     }
     while (next_backward < microbatches) actions.push_back(backward(0, next_backward++));
   }
-  return with_communication("1f1b", stages, microbatches, 1, compute);
+  Schedule schedule = with_communication("1f1b", stages, microbatches, 1, compute);
+  for (int r = 0; r < stages; ++r)
+    schedule.in_flight_bound.push_back(std::min(stages - r, microbatches));
+  return schedule;
 }
 
 Schedule interleaved_one_f_one_b(int stages, int microbatches, int chunks) {
@@ -157,7 +184,112 @@ Schedule interleaved_one_f_one_b(int stages, int microbatches, int chunks) {
   return with_communication("interleaved", stages, microbatches, chunks, compute);
 }
 
+Schedule zero_bubble_h1(int stages, int microbatches) {
+  check_sizes(stages, microbatches, 1);
+  std::vector<std::vector<Action>> compute(static_cast<size_t>(stages));
+  for (int r = 0; r < stages; ++r) {
+    auto& actions = compute[static_cast<size_t>(r)];
+    // 1F1B's forwards and input gradients; rank r keeps up to r weight passes pending, so it
+    // holds at most (p - r) + r = p micro-batches (1F1B's peak, on rank 0), and the deferred
+    // passes run in the cool-down, where 1F1B waits for gradients.
+    std::deque<int> pending;
+    const auto after_input = [&](int mb) {
+      pending.push_back(mb);
+      if (static_cast<int>(pending.size()) > r) {
+        actions.push_back(weight_grad(0, pending.front()));
+        pending.pop_front();
+      }
+    };
+    const int warmup = std::min(stages - r - 1, microbatches);
+    int next_forward = 0;
+    int next_input = 0;
+    for (; next_forward < warmup; ++next_forward) actions.push_back(forward(0, next_forward));
+    while (next_forward < microbatches) {
+      actions.push_back(forward(0, next_forward++));
+      actions.push_back(input_grad(0, next_input));
+      after_input(next_input++);
+    }
+    while (next_input < microbatches) {
+      actions.push_back(input_grad(0, next_input));
+      after_input(next_input++);
+    }
+    for (int mb : pending) actions.push_back(weight_grad(0, mb));
+  }
+  Schedule schedule = with_communication("zbh1", stages, microbatches, 1, compute);
+  schedule.in_flight_bound.assign(static_cast<size_t>(stages), std::min(stages, microbatches));
+  return schedule;
+}
+
+Schedule zero_bubble_v(int stages, int microbatches) {
+  check_sizes(stages, microbatches, 2);
+  // A list scheduler in unit time steps (every action costs 1, messages are free): at each
+  // step every idle rank starts the first ready action by priority — an input gradient (the
+  // critical path; the earlier chunk first), else a forward (the later chunk first, so
+  // micro-batches turn at the V's bottom) while fewer than 2p are in flight, else its oldest
+  // pending weight pass.
+  const int p = stages, m = microbatches, last = 2 * p - 1, limit = 2 * p;
+  std::vector<std::vector<int>> forward_end(2 * p, std::vector<int>(m, -1));
+  std::vector<std::vector<int>> input_end(2 * p, std::vector<int>(m, -1));
+  std::vector<int> next_forward(2 * p, 0), next_input(2 * p, 0), live(p, 0);
+  std::vector<std::deque<std::pair<int, int>>> pending(p);  // (chunk, micro-batch)
+  std::vector<std::vector<Action>> compute(static_cast<size_t>(p));
+  const auto done = [](int end, int t) { return end >= 0 && end <= t; };
+  int remaining = 3 * 2 * p * m;
+  for (int t = 0; remaining > 0; ++t) {
+    TRIAX_CHECK(t <= 8 * 2 * p * m + 4 * p, "zero_bubble_v: the list scheduler stalled");
+    for (int r = 0; r < p; ++r) {
+      Action chosen{ActionKind::kSendGrad, -1, -1, -1};  // none yet
+      for (int c : {0, 1}) {                             // input gradients, the earlier chunk first
+        const int s = stage_of_chunk(r, c, p, true), k = next_input[s];
+        if (k < m && done(forward_end[s][k], t) && (s == last || done(input_end[s + 1][k], t))) {
+          chosen = input_grad(c, k);
+          break;
+        }
+      }
+      if (chosen.chunk < 0 && live[r] < limit) {
+        for (int c : {1, 0}) {  // forwards, the later chunk first
+          const int s = stage_of_chunk(r, c, p, true), k = next_forward[s];
+          if (k < m && (s == 0 || done(forward_end[s - 1][k], t))) {
+            chosen = forward(c, k);
+            break;
+          }
+        }
+      }
+      if (chosen.chunk < 0 && !pending[r].empty()) {
+        chosen = weight_grad(pending[r].front().first, pending[r].front().second);
+        pending[r].pop_front();
+      }
+      if (chosen.chunk < 0) continue;  // idle this step
+      const int s = stage_of_chunk(r, chosen.chunk, p, true);
+      if (chosen.kind == ActionKind::kForward) {
+        forward_end[s][chosen.microbatch] = t + 1;
+        ++next_forward[s];
+        ++live[r];
+      } else if (chosen.kind == ActionKind::kBackwardInput) {
+        input_end[s][chosen.microbatch] = t + 1;
+        ++next_input[s];
+        pending[r].emplace_back(chosen.chunk, chosen.microbatch);
+      } else {
+        --live[r];
+      }
+      compute[static_cast<size_t>(r)].push_back(chosen);
+      --remaining;
+    }
+  }
+  Schedule schedule = with_communication("zbv", stages, microbatches, 2, compute, /*v_shape=*/true);
+  schedule.in_flight_bound.assign(static_cast<size_t>(p), limit);
+  return schedule;
+}
+
 Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chunks) {
+  if (kind == ScheduleKind::kZbv) {
+    if (chunks != 2) {
+      throw ConfigError(str("schedule.chunks_per_rank: ", chunks,
+                            " does not fit schedule.name: zbv, which places two chunks per rank "
+                            "in a V (valid: 2)"));
+    }
+    return zero_bubble_v(stages, microbatches);
+  }
   if (kind != ScheduleKind::kInterleaved) {
     if (chunks != 1) {
       throw ConfigError(str("schedule.chunks_per_rank: ", chunks,
@@ -165,6 +297,7 @@ Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chun
                             "interleaved (",
                             kind, " runs one chunk per rank; valid: 1)"));
     }
+    if (kind == ScheduleKind::kZbh1) return zero_bubble_h1(stages, microbatches);
     return kind == ScheduleKind::kGpipe ? gpipe(stages, microbatches)
                                         : one_f_one_b(stages, microbatches);
   }

@@ -47,16 +47,32 @@ bool message_of(const Schedule& s, int rank, const Action& a, MessageKey* key, i
       return false;
   }
   *key = MessageKey{gradient, receiving_stage, a.microbatch};
-  *other_rank = other_stage >= 0 && other_stage < s.total_stages() ? other_stage % s.stages : -1;
+  *other_rank = other_stage >= 0 && other_stage < s.total_stages() ? s.rank_of(other_stage) : -1;
   return true;
 }
 
 }  // namespace
 
+double SimulationCosts::cost(ActionKind kind) const {
+  switch (kind) {
+    case ActionKind::kForward:
+      return forward;
+    case ActionKind::kBackward:
+      return backward;
+    case ActionKind::kBackwardInput:
+      return input();
+    case ActionKind::kBackwardWeight:
+      return weight();
+    default:
+      return 0.0;
+  }
+}
+
 SimulationResult simulate(const Schedule& s, const SimulationCosts& costs) {
   const size_t p = s.ranks.size();
   SimulationResult result;
   result.peak_activations.assign(p, 0);
+  result.busy.assign(p, 0.0);
   result.timings.resize(p);
   for (size_t r = 0; r < p; ++r) result.timings[r].resize(s.ranks[r].size());
   std::vector<size_t> next(p, 0);
@@ -74,11 +90,15 @@ SimulationResult simulate(const Schedule& s, const SimulationCosts& costs) {
         t.start = clock[r];
         MessageKey key;
         int other = 0;
-        if (a.kind == ActionKind::kForward || a.kind == ActionKind::kBackward) {
-          const double cost = a.kind == ActionKind::kForward ? costs.forward : costs.backward;
+        if (is_compute(a.kind)) {
+          const double cost = costs.cost(a.kind);
           clock[r] += cost;
           busy += cost;
-          live[r] += a.kind == ActionKind::kForward ? 1 : -1;
+          result.busy[r] += cost;
+          // A micro-batch's activations are held from F until its backward is complete: B, or
+          // W after a split (W needs what I kept).
+          if (a.kind == ActionKind::kForward) ++live[r];
+          if (a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardWeight) --live[r];
           result.peak_activations[r] = std::max(result.peak_activations[r], live[r]);
         } else if (message_of(s, static_cast<int>(r), a, &key, &other)) {
           if (a.kind == ActionKind::kSendActivation || a.kind == ActionKind::kSendGrad) {
@@ -118,7 +138,8 @@ void check_schedule(const Schedule& s) {
   }
   std::map<MessageKey, int> sends, receives;  // message -> count
   for (size_t r = 0; r < s.ranks.size(); ++r) {
-    std::map<std::pair<int, int>, int> forwards, backwards;  // (chunk, mb) -> position
+    // (chunk, mb) -> position of its F, B, I, W
+    std::map<ActionKind, std::map<std::pair<int, int>, int>> seen;
     for (size_t i = 0; i < s.ranks[r].size(); ++i) {
       const Action& a = s.ranks[r][i];
       if (a.chunk < 0 || a.chunk >= s.chunks || a.microbatch < 0 ||
@@ -128,16 +149,22 @@ void check_schedule(const Schedule& s) {
         continue;
       }
       const auto id = std::make_pair(a.chunk, a.microbatch);
-      if (a.kind == ActionKind::kForward || a.kind == ActionKind::kBackward) {
-        auto& seen = a.kind == ActionKind::kForward ? forwards : backwards;
-        if (seen.count(id))
+      if (is_compute(a.kind)) {
+        auto& mine = seen[a.kind];
+        if (mine.count(id))
           problems.push_back(
               str("rank ", r, ": ", describe(s, static_cast<int>(r), a), " appears twice"));
-        seen[id] = static_cast<int>(i);
-        if (a.kind == ActionKind::kBackward && !forwards.count(id)) {
-          problems.push_back(str("rank ", r, ": ", describe(s, static_cast<int>(r), a),
-                                 " comes before its forward"));
+        mine[id] = static_cast<int>(i);
+        const auto before = [&](ActionKind first, const char* what) {
+          if (!seen[first].count(id)) {
+            problems.push_back(str("rank ", r, ": ", describe(s, static_cast<int>(r), a),
+                                   " comes before its ", what));
+          }
+        };
+        if (a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardInput) {
+          before(ActionKind::kForward, "forward");
         }
+        if (a.kind == ActionKind::kBackwardWeight) before(ActionKind::kBackwardInput, "I");
         continue;
       }
       MessageKey key;
@@ -152,14 +179,24 @@ void check_schedule(const Schedule& s) {
     }
     for (int c = 0; c < s.chunks; ++c) {
       for (int mb = 0; mb < s.microbatches; ++mb) {
-        if (!s.backward && backwards.count({c, mb})) {
-          problems.push_back(str("rank ", r, ": chunk ", c, " micro-batch ", mb,
-                                 " has a backward in a forward-only schedule"));
+        const std::pair<int, int> id{c, mb};
+        const bool f = seen[ActionKind::kForward].count(id) > 0;
+        const bool b = seen[ActionKind::kBackward].count(id) > 0;
+        const bool in = seen[ActionKind::kBackwardInput].count(id) > 0;
+        const bool w = seen[ActionKind::kBackwardWeight].count(id) > 0;
+        const std::string where = str("rank ", r, ": chunk ", c, " micro-batch ", mb);
+        if (!f) problems.push_back(where + " lacks its forward");
+        if (!s.backward) {
+          if (b || in || w) {
+            problems.push_back(where + " has a backward in a forward-only schedule");
+          }
+          continue;
         }
-        if (!forwards.count({c, mb}) || (s.backward && !backwards.count({c, mb}))) {
-          problems.push_back(str("rank ", r, ": chunk ", c, " micro-batch ", mb, " lacks its ",
-                                 forwards.count({c, mb}) ? "backward" : "forward"));
-        }
+        if (b && (in || w))
+          problems.push_back(where + " has both a whole backward and a split one");
+        if (!b && !in) problems.push_back(where + " lacks its backward");
+        if (in && !w) problems.push_back(where + " lacks the W of its split backward");
+        if (w && !in) problems.push_back(where + " has a W without its I");
       }
     }
   }
@@ -180,6 +217,14 @@ void check_schedule(const Schedule& s) {
   if (problems.empty()) {
     const SimulationResult sim = simulate(s);
     if (!sim.finished) problems.push_back("deadlock: " + sim.stuck);
+    // The peak depends only on each rank's order, so any costs show it.
+    for (size_t r = 0; r < s.in_flight_bound.size() && r < sim.peak_activations.size(); ++r) {
+      if (sim.peak_activations[r] > s.in_flight_bound[r]) {
+        problems.push_back(str("rank ", r, " holds ", sim.peak_activations[r],
+                               " micro-batches' activations at once, more than the ",
+                               s.in_flight_bound[r], " the schedule claims"));
+      }
+    }
   }
   if (!problems.empty()) {
     throw Error(str("schedule ", s.name, " (p=", s.stages, " m=", s.microbatches, " v=", s.chunks,

@@ -2,14 +2,15 @@
 //          triax::SimulationResult
 //
 // Verifies a schedule without running it, and costs it.
-// check_schedule: every (chunk, micro-batch) has exactly one forward and one backward on its
-// rank, the forward first; every send has its receive on the named peer and vice versa; and a
-// dependency simulation finishes (no deadlock; otherwise the stuck action of every rank is
-// named). The executor checks every schedule it is given.
-// simulate: ranks run their lists in order; a forward/backward takes its cost; a receive waits
+// check_schedule: every (chunk, micro-batch) has exactly one forward and either one backward
+// (B) or one input-gradient pass (I) and one weight pass (W) on its rank, in the order F, B or
+// F, I, W; every send has its receive on the named peer and vice versa; and a dependency
+// simulation finishes (no deadlock; otherwise the stuck action of every rank is named). The
+// executor checks every schedule it is given.
+// simulate: ranks run their lists in order; a compute action takes its cost; a receive waits
 // until the matching send has happened plus the transfer cost; sends never block. Yields the
 // makespan, the bubble fraction (idle share of p x makespan) and the peak number of micro-batch
-// activations each rank holds (forwards whose backward has not yet run).
+// activations each rank holds (forwards whose backward — B, or W after a split — has not run).
 #pragma once
 
 #include <string>
@@ -20,9 +21,13 @@
 namespace triax {
 
 struct SimulationCosts {
-  double forward = 1.0;   ///< time of one chunk's forward
-  double backward = 1.0;  ///< time of one chunk's backward
-  double transfer = 0.0;  ///< time from a send to the receive's completion
+  double forward = 1.0;       ///< time of one chunk's forward
+  double backward = 1.0;      ///< time of one chunk's whole backward (B = I + W)
+  double transfer = 0.0;      ///< time from a send to the receive's completion
+  double weight_share = 0.5;  ///< W's share of the backward: W = share * B, I = B - W
+  double input() const { return backward * (1.0 - weight_share); }
+  double weight() const { return backward * weight_share; }
+  double cost(ActionKind kind) const;  ///< of a compute action
 };
 
 struct ActionTiming {
@@ -36,6 +41,7 @@ struct SimulationResult {
   double makespan = 0;
   double bubble_fraction = 0;
   std::vector<int> peak_activations;               ///< per rank
+  std::vector<double> busy;                        ///< per rank: time spent computing
   std::vector<std::vector<ActionTiming>> timings;  ///< per rank, per action
 };
 

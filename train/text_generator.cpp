@@ -37,7 +37,8 @@ std::string generate_text(Trainer& trainer, ParallelContext& context, const Conf
   for (auto& chunk : chunks) chunk->module().eval();
   PipelineExecutor executor(context.pp(), {1, seq, config.model.hidden});
   const Schedule schedule =
-      forward_only(context.pp_size(), 1, static_cast<int>(trainer.schedule().chunks));
+      forward_only(context.pp_size(), 1, static_cast<int>(trainer.schedule().chunks),
+                   trainer.schedule().v_shape);
   // The same stream on every tp rank of the last stage, so they pick the same token.
   torch::Generator generator =
       at::detail::createCPUGenerator(static_cast<uint64_t>(config.train.seed) + 7919);
@@ -64,7 +65,7 @@ std::string generate_text(Trainer& trainer, ParallelContext& context, const Conf
     };
     executor.run(schedule, stage);
     torch::Tensor chosen = torch::tensor({next}, torch::kLong);
-    context.pp().broadcast(chosen, context.pp_size() - 1);
+    context.pp().broadcast(chosen, schedule.loss_rank());
     tokens.push_back(chosen.item<int64_t>());
   }
   for (auto& chunk : chunks) chunk->module().train();

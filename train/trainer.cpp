@@ -56,7 +56,9 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     grads_.syncs.push_back(ddp_.back().get());
   }
   grads_.tp = &context_.tp();
-  grads_.embedding = context_.embedding();
+  // In a V both copies of a tied embedding are on pipeline rank 0 (first and last stage): their
+  // sum is local, and the embedding group (first and last pipeline rank) is not used.
+  grads_.embedding = schedule_.v_shape ? nullptr : context_.embedding();
   optimizer_ = make_optimizer(config_, params_, grads_.syncs, dp, context_.model_parallel());
   // Parameters counted once over the model: the ones the gradient norm counts, sharded ones
   // scaled from padded to real size, summed over one dp replica.
@@ -99,10 +101,10 @@ StageFunctions Trainer::stage_functions(const Batch& local, int microbatches, bo
 const Schedule& Trainer::eval_schedule(int microbatches) {
   auto it = eval_schedules_.find(microbatches);
   if (it == eval_schedules_.end()) {
-    it =
-        eval_schedules_
-            .emplace(microbatches, forward_only(context_.pp_size(), microbatches, schedule_.chunks))
-            .first;
+    it = eval_schedules_
+             .emplace(microbatches, forward_only(context_.pp_size(), microbatches, schedule_.chunks,
+                                                 schedule_.v_shape))
+             .first;
   }
   return it->second;
 }
@@ -156,6 +158,9 @@ double Trainer::step_local(const Batch& local) {
   };
   stage.before_backward = [&](int chunk, int, bool last) {
     ddp_[static_cast<size_t>(chunk)]->set_sync(last);
+  };
+  stage.weights_ready = [&](int chunk, const std::vector<torch::Tensor>& params) {
+    ddp_[static_cast<size_t>(chunk)]->gradients_ready(params);
   };
   const double loss = executor_->run(schedule_, stage);
   phases_.backward = seconds_since(start) - phases_.forward;

@@ -69,6 +69,7 @@ DistributedDataParallel::DistributedDataParallel(
     buckets_.push_back(std::move(bucket));
   }
   for (size_t k = 0; k < params_.size(); ++k) {
+    index_of_[params_[k].second.unsafeGetTensorImpl()] = k;
     // The hook outlives this object on the parameter; `alive` keeps a late call harmless.
     params_[k].second.register_hook([this, k, alive = alive_](const torch::Tensor& grad) {
       if (*alive) on_gradient(k);
@@ -121,6 +122,19 @@ void DistributedDataParallel::on_gradient(size_t index) {
   // drives the in-flight buckets forward as it goes.
   for (auto& bucket : buckets_) {
     if (bucket.work) bucket.work->is_completed();
+  }
+}
+
+void DistributedDataParallel::gradients_ready(const std::vector<torch::Tensor>& params) {
+  if (!sync_) return;
+  if (have_pending_) mark_final(pending_index_);  // no backward is running: it is complete
+  have_pending_ = false;
+  for (const auto& p : params) {
+    const auto it = index_of_.find(p.unsafeGetTensorImpl());
+    if (it != index_of_.end()) mark_final(it->second);
+  }
+  for (auto& bucket : buckets_) {
+    if (bucket.work) bucket.work->is_completed();  // progress (see on_gradient)
   }
 }
 

@@ -22,6 +22,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "parallel/comm/communicator.h"
@@ -62,6 +63,9 @@ class DistributedDataParallel : public GradientSync {
   void set_sync(bool last_microbatch) override;
   /// After the last backward: launch the rest, wait for all buckets; gradients are averaged.
   void finish() override;
+  /// A W pass completed these parameters' gradients: on the syncing micro-batch their buckets
+  /// may start (the buckets of a split backward become ready as their last W runs).
+  void gradients_ready(const std::vector<torch::Tensor>& params) override;
 
   int num_buckets() const { return static_cast<int>(buckets_.size()); }
   /// Bucket i's buffers and layout (shard mode).
@@ -91,6 +95,7 @@ class DistributedDataParallel : public GradientSync {
   void land(Bucket& bucket);  // after a narrowed bucket's reduction: widen and average it
 
   std::vector<std::pair<std::string, torch::Tensor>> params_;
+  std::unordered_map<const c10::TensorImpl*, size_t> index_of_;  // parameter -> its index
   std::vector<torch::Tensor> views_;
   std::vector<size_t> bucket_of_;
   std::vector<bool> seen_;

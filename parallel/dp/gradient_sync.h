@@ -50,6 +50,9 @@ class GradientSync {
   virtual void set_sync(bool last_microbatch) = 0;
   /// After the last backward: every gradient is the dp average when this returns.
   virtual void finish() = 0;
+  /// A split backward's W added to these parameters' .grad itself (no hook sees it): on the
+  /// micro-batch that syncs, they are final now.
+  virtual void gradients_ready(const std::vector<torch::Tensor>& /*params*/) {}
   /// Seconds finish() waited for communication in the last step (not hidden behind backward).
   virtual double exposed_seconds() const = 0;
   /// Parameters given to the constructor.
