@@ -1,5 +1,7 @@
 #include "checkpoint/convert.h"
 
+#include "core/stage_placement.h"
+
 #include <filesystem>
 
 #include "checkpoint/parameter_table.h"
@@ -82,7 +84,9 @@ FullModelState read_full_state(const Manifest& manifest) {
       const StateName name = StateName::parse(key);
       // Dropout streams belong to a (stage, tp rank) position; another layout starts new ones.
       if (name.rng) continue;
-      const int64_t stage = name.chunk * manifest.pipeline + shard.pipeline_rank;
+      const int64_t stage = stage_of_chunk(static_cast<int>(shard.pipeline_rank), name.chunk,
+                                           static_cast<int>(manifest.pipeline),
+                                           v_shaped(manifest.config.schedule.name));
       auto& entry = found[name.in_chunk(StateName::kNoChunk).str()];
       if (entry.second.empty() || stage < entry.first) {
         entry = {stage, std::vector<torch::Tensor>(static_cast<size_t>(manifest.tensor))};
@@ -99,6 +103,15 @@ FullModelState read_full_state(const Manifest& manifest) {
   return state;
 }
 
+ScheduleKind schedule_for_chunks(ScheduleKind kind, int64_t chunks) {
+  const bool multi = kind == ScheduleKind::kInterleaved || kind == ScheduleKind::kZbv;
+  if (chunks == 1 && multi) return ScheduleKind::k1F1B;
+  if (chunks > 1 && kind == ScheduleKind::kZbh1) return ScheduleKind::kInterleaved;
+  if (chunks > 2 && kind == ScheduleKind::kZbv) return ScheduleKind::kInterleaved;
+  if (chunks > 1 && !multi) return ScheduleKind::kInterleaved;
+  return kind;
+}
+
 std::string write_sharded_checkpoint(const FullModelState& state, int tensor, int pipeline,
                                      int chunks_per_rank, const std::string& out_root) {
   return write_sharded_checkpoint(state.config, state.step, StateSource(state), tensor, pipeline,
@@ -113,8 +126,8 @@ std::string write_sharded_checkpoint(const Config& source_config, int64_t step,
   config.parallel.pipeline = pipeline;
   config.parallel.data = 0;
   config.schedule.chunks_per_rank = chunks_per_rank;
-  if (chunks_per_rank == 1 && config.schedule.name == ScheduleKind::kInterleaved)
-    config.schedule.name = ScheduleKind::k1F1B;
+  config.schedule.name = schedule_for_chunks(config.schedule.name, chunks_per_rank);
+  const bool v = v_shaped(config.schedule.name);
   config.schedule.layer_boundaries.clear();  // balanced over the new stages
   const ModelSpec& spec = model_spec(config.model.arch);
   spec.check_layout(config);
@@ -142,7 +155,7 @@ std::string write_sharded_checkpoint(const Config& source_config, int64_t step,
       SafetensorsFile shard;
       shard.metadata = {{"format", "triax-checkpoint-shard"}, {"step", std::to_string(step)}};
       for (int c = 0; c < chunks_per_rank; ++c) {
-        const int stage = c * pipeline + pp;
+        const int stage = stage_of_chunk(pp, c, pipeline, v);
         // The chunk as training builds it gives the names, shapes and splits; it is dropped
         // before any tensor is copied, so the writer holds one shard plus one full tensor.
         std::vector<std::pair<std::string, std::vector<int64_t>>> parameters;

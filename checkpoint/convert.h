@@ -49,7 +49,12 @@ class FullTensorSource {
   virtual void done(const std::string& /*name*/) const {}
 };
 
-/// Writes OUT_ROOT/step_NNNNNNNN (shards, manifest) and OUT_ROOT/latest for the layout.
+/// The schedule a configuration keeps at `chunks` per rank: its own where it fits, else the one
+/// that fits (interleaved or zbv at 1 chunk: 1f1b; zbv at more than 2: interleaved).
+ScheduleKind schedule_for_chunks(ScheduleKind kind, int64_t chunks);
+
+/// Writes OUT_ROOT/step_NNNNNNNN (shards, manifest) and OUT_ROOT/latest for the layout, with
+/// stages placed as the configuration's schedule places them (a loop, or ZB-V's V).
 std::string write_sharded_checkpoint(const Config& config, int64_t step,
                                      const FullTensorSource& source, int tensor, int pipeline,
                                      int chunks_per_rank, const std::string& out_root);

@@ -166,8 +166,7 @@ HfImport import_hf(const std::string& dir, const Config& base, int tensor, int p
   train.parallel.tensor = tensor;
   train.parallel.pipeline = pipeline;
   train.schedule.chunks_per_rank = chunks_per_rank;
-  if (chunks_per_rank == 1 && train.schedule.name == ScheduleKind::kInterleaved)
-    train.schedule.name = ScheduleKind::k1F1B;
+  train.schedule.name = schedule_for_chunks(train.schedule.name, chunks_per_rank);
   result.config_path = (fs::path(out_root) / "config.yaml").string();
   const std::string yaml = str("# imported from ", dir, " (", result.hf.architecture,
                                "): train with --resume ", out_root, "\n", to_yaml(train));

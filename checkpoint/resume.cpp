@@ -1,5 +1,7 @@
 #include "checkpoint/resume.h"
 
+#include "core/stage_placement.h"
+
 #include <vector>
 
 #include "checkpoint/location.h"
@@ -56,6 +58,16 @@ Manifest read_checkpoint(const std::string& spec, const Config& config) {
         " (tp and pp shape the saved weights; dp may differ). Convert it first: triax reshard ",
         m.dir, " --tensor ", config.parallel.tensor, " --pipeline ", config.parallel.pipeline,
         " --out NEW_DIR"));
+  }
+  if (v_shaped(m.config.schedule.name) != v_shaped(config.schedule.name)) {
+    throw ConfigError(str(
+        "--resume ", spec, ": the checkpoint places its chunks ",
+        v_shaped(m.config.schedule.name) ? "in a V (schedule.name: zbv)" : "in a loop",
+        ", this run's schedule.name: ", config.schedule.name, " places them ",
+        v_shaped(config.schedule.name) ? "in a V" : "in a loop",
+        " (valid: schedule.name: ", m.config.schedule.name, "; or convert it first: triax reshard ",
+        m.dir, " --tensor ", config.parallel.tensor, " --pipeline ", config.parallel.pipeline,
+        " --out NEW_DIR, then set the schedule in NEW_DIR's config)"));
   }
   return m;
 }

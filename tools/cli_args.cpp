@@ -1,5 +1,7 @@
 #include "tools/cli_args.h"
 
+#include "core/config_choices.h"
+
 #include <cstdlib>
 
 #include "core/error.h"
@@ -10,10 +12,10 @@ namespace {
 const std::vector<std::string> kCommands = {"train",     "config",   "prepare-data", "plot",
                                             "flight",    "reshard",  "export",       "import",
                                             "tokenizer", "generate", "help",         "version"};
-const std::vector<std::string> kOptions = {"--set",    "--world",    "--describe",     "--markdown",
-                                           "--out",    "--help",     "--val-fraction", "--resume",
-                                           "--tensor", "--pipeline", "--chunks",       "--config",
-                                           "--hf",     "--dtype",    "--max-shard-mb"};
+const std::vector<std::string> kOptions = {
+    "--set",          "--world",  "--describe",     "--markdown", "--out",    "--help",
+    "--val-fraction", "--resume", "--tensor",       "--pipeline", "--chunks", "--config",
+    "--hf",           "--dtype",  "--max-shard-mb", "--schedule"};
 
 int parse_size(const std::string& option, const std::string& text) {
   char* end = nullptr;
@@ -62,8 +64,9 @@ std::string usage() {
          "  plot RUN_DIR [--out PNG]              draw RUN_DIR/metrics.jsonl's loss curves\n"
          "  flight RUN_DIR                        after a timeout or failure: which rank is\n"
          "                                        behind and where the job is stuck\n"
-         "  reshard SRC --tensor T --pipeline P [--chunks V] --out DST\n"
+         "  reshard SRC --tensor T --pipeline P [--chunks V] [--schedule NAME] --out DST\n"
          "                                        rewrite a checkpoint for another tp/pp layout\n"
+         "                                        (and schedule: zbv places chunks in a V)\n"
          "  export SRC --out FILE.safetensors     the whole model in one file (full names)\n"
          "  export SRC --hf --out DIR [--dtype fp32|bf16] [--max-shard-mb N]\n"
          "                                        a Hugging Face folder (config.json, "
@@ -124,6 +127,13 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
       (arg == "--tensor" ? args.tensor : arg == "--pipeline" ? args.pipeline : args.chunks) = n;
     } else if (arg == "--config") {
       args.base_config = value(arg);
+    } else if (arg == "--schedule") {
+      args.schedule = value(arg);
+      ScheduleKind kind;
+      if (!parse_choice(args.schedule, &kind)) {
+        throw ConfigError(str("--schedule: '", args.schedule,
+                              "' (valid: ", join(choice_names<ScheduleKind>(), ", "), ")"));
+      }
     } else if (arg == "--hf") {
       args.hf = true;
     } else if (arg == "--dtype") {

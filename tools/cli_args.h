@@ -26,6 +26,7 @@ struct CliArgs {
   int tensor = 0;                  ///< --tensor T (reshard, import)
   int pipeline = 0;                ///< --pipeline P (reshard, import)
   int chunks = 1;                  ///< --chunks V (reshard, import): chunks per pipeline rank
+  std::string schedule;            ///< --schedule NAME (reshard): the schedule the copy is for
   std::string base_config;         ///< --config YAML (import of a Hugging Face folder): the rest
   bool hf = false;                 ///< --hf (export): a Hugging Face folder
   std::string dtype = "fp32";      ///< --dtype fp32|bf16 (export --hf)

@@ -184,7 +184,7 @@ int run_convert(const CliArgs& args) {
     return 0;
   }
   const Manifest manifest = open_checkpoint(source, source);
-  const FullModelState state = read_full_state(manifest);
+  FullModelState state = read_full_state(manifest);
   if (args.command == "export" && args.hf) {
     const HfExport exported =
         export_hf(state, args.out, args.dtype, static_cast<int64_t>(args.max_shard_mb) << 20);
@@ -206,6 +206,9 @@ int run_convert(const CliArgs& args) {
   if (target == std::filesystem::weakly_canonical(manifest.dir)) {
     throw ConfigError(str("reshard --out ", args.out, ": would overwrite the source checkpoint ",
                           manifest.dir, " (valid: another folder)"));
+  }
+  if (!args.schedule.empty()) {
+    parse_choice(args.schedule, &state.config.schedule.name);  // checked by the argument parser
   }
   const std::string dir =
       write_sharded_checkpoint(state, args.tensor, args.pipeline, args.chunks, args.out);

@@ -1,6 +1,8 @@
 // The product's headline test: data, tensor and pipeline parallelism composed in every layout
 // (dp, tp, pp) in {1,2}^3 that fits this launch (mpiexec -n 1, 2, 4, 8), with every schedule
-// where pp > 1, train the GPT — and the Llama (grouped-query attention; at tp = 2 also with
+// where pp > 1 (GPipe, 1F1B, interleaved, and the zero-bubble ZB-H1 and ZB-V, whose split
+// backward must also reproduce 1F1B's bits exactly: ZB-H1's losses, norms and parameters equal
+// 1F1B's), train the GPT — and the Llama (grouped-query attention; at tp = 2 also with
 // sequence parallelism, full recompute and ZeRO-1) — for 20 steps from the same initial weights on
 // the same global batches and must match the 1-process run: every step's loss and the final
 // parameters.
@@ -84,13 +86,33 @@ void check_every_layout(ConfigOf tiny_config, const char* family, Tolerance tol 
       if (n % (tp * pp) != 0 || n / (tp * pp) > 2) continue;
       const int dp = n / (tp * pp);
       std::vector<std::pair<std::string, int>> schedules{{"1f1b", 1}};
-      if (pp > 1) schedules = {{"gpipe", 1}, {"1f1b", 1}, {"interleaved", 2}};
+      if (pp > 1) {
+        schedules = {{"gpipe", 1}, {"1f1b", 1}, {"interleaved", 2}, {"zbh1", 1}, {"zbv", 2}};
+      }
+      Result one_f_one_b;  // ZB-H1's split backward must reproduce 1F1B's bits
+      std::vector<torch::Tensor> one_f_one_b_params;
       for (const auto& [name, chunks] : schedules) {
         INFO("dp=" << dp << " tp=" << tp << " pp=" << pp << " schedule=" << name);
         const Config config = tiny_config(tp, pp, name, chunks);
         ParallelContext context(world, ParallelLayout::from_config(config.parallel, n));
         Trainer trainer(testing::plan_for(config, context), context);
         const Result got = train(trainer, config);
+        std::vector<torch::Tensor> params;
+        for (auto& chunk : trainer.chunks()) {
+          for (const auto& p : chunk->module().parameters()) params.push_back(p.detach().clone());
+        }
+        if (name == "1f1b") {
+          one_f_one_b = got;
+          one_f_one_b_params = params;
+        } else if (name == "zbh1") {
+          CHECK(got.losses == one_f_one_b.losses);
+          CHECK(got.norms == one_f_one_b.norms);
+          bool same = params.size() == one_f_one_b_params.size();
+          for (size_t k = 0; same && k < params.size(); ++k) {
+            same = torch::equal(params[k], one_f_one_b_params[k]);
+          }
+          CHECK(same);
+        }
         double loss_diff = 0, norm_diff = 0;
         for (int s = 0; s < kSteps; ++s) {
           loss_diff = std::max(loss_diff,
