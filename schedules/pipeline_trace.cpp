@@ -7,6 +7,23 @@
 
 namespace triax {
 namespace {
+
+// The trace's colour classes: the split backward's halves apart from the whole one.
+const char* category(ActionKind kind) {
+  switch (kind) {
+    case ActionKind::kForward:
+      return "forward";
+    case ActionKind::kBackwardInput:
+      return "backward-input";
+    case ActionKind::kBackwardWeight:
+      return "backward-weight";
+    default:
+      return "backward";
+  }
+}
+
+}  // namespace
+namespace {
 constexpr int kFields = 5;  // kind, chunk, micro-batch, start, end
 }
 
@@ -44,14 +61,13 @@ std::string chrome_trace_json(const PipelineTrace& trace, const std::string& tit
     out << ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":" << r
         << ",\"args\":{\"name\":\"pp rank " << r << "\"}}";
     for (const TraceEvent& e : trace[r]) {
-      const bool compute = e.kind == ActionKind::kForward || e.kind == ActionKind::kBackward;
+      const bool compute = is_compute(e.kind);
       const bool send = e.kind == ActionKind::kSendActivation || e.kind == ActionKind::kSendGrad;
       if (send) continue;  // posting a send takes no time worth drawing
       out << ",\n{\"name\":\"" << (compute ? "" : "wait ") << action_name(e.kind) << e.microbatch
           << (e.chunk > 0 ? str("c", e.chunk) : "") << "\",\"cat\":\""
-          << (compute ? (e.kind == ActionKind::kForward ? "forward" : "backward") : "wait")
-          << "\",\"ph\":\"X\",\"pid\":0,\"tid\":" << r << ",\"ts\":" << e.start_us
-          << ",\"dur\":" << std::max(0.0, e.end_us - e.start_us)
+          << (compute ? category(e.kind) : "wait") << "\",\"ph\":\"X\",\"pid\":0,\"tid\":" << r
+          << ",\"ts\":" << e.start_us << ",\"dur\":" << std::max(0.0, e.end_us - e.start_us)
           << ",\"args\":{\"microbatch\":" << e.microbatch << ",\"chunk\":" << e.chunk << "}}";
     }
   }
@@ -59,13 +75,23 @@ std::string chrome_trace_json(const PipelineTrace& trace, const std::string& tit
   return out.str();
 }
 
+std::vector<double> busy_seconds(const PipelineTrace& trace) {
+  std::vector<double> busy;
+  for (const auto& events : trace) {
+    busy.push_back(0.0);
+    for (const TraceEvent& e : events) {
+      if (is_compute(e.kind)) busy.back() += (e.end_us - e.start_us) * 1e-6;
+    }
+  }
+  return busy;
+}
+
 double measured_bubble(const PipelineTrace& trace) {
   double busy = 0;
   double makespan = 0;
   for (const auto& events : trace) {
     for (const TraceEvent& e : events) {
-      if (e.kind == ActionKind::kForward || e.kind == ActionKind::kBackward)
-        busy += e.end_us - e.start_us;
+      if (is_compute(e.kind)) busy += e.end_us - e.start_us;
       makespan = std::max(makespan, e.end_us);
     }
   }

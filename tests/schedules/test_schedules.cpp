@@ -43,6 +43,77 @@ TEST_CASE("interleaved 1F1B is valid and has a smaller bubble", "[schedule]") {
   }
 }
 
+// Zero-bubble schedules, at unit costs T_F = T_I = T_W = 1 (a whole backward B = 2):
+//   1F1B   makespan 3m + 3(p-1), bubble (p-1)/(m+p-1)
+//   ZB-H1  makespan 3m + (p-1) (Qi et al.: idle (p-1)(T_F + T_I - T_W), one third of 1F1B's
+//          3(p-1)), peak p micro-batches on every rank (1F1B's peak)
+//   ZB-V   two chunks per rank, each half a stage: makespan 6m + p - 1 chunk forwards, the least
+//          any schedule can reach (every rank's work plus its wait for its first input), i.e. no
+//          idle once a rank has started but the warm-up offset; peak 2p chunk micro-batches.
+TEST_CASE("ZB-H1 and ZB-V are valid, hold 1F1B's memory, and have the published bubbles",
+          "[schedule]") {
+  const SimulationCosts unit{1.0, 2.0, 0.0, 0.5};  // F 1, B 2 = I 1 + W 1
+  const SimulationCosts half{0.5, 1.0, 0.0, 0.5};  // a chunk: half a stage
+  for (int p : {1, 2, 3, 4, 8}) {
+    for (int m : {1, 2, 4, 8, 16}) {
+      INFO("p=" << p << " m=" << m);
+      const Schedule h1 = zero_bubble_h1(p, m);
+      REQUIRE_NOTHROW(check_schedule(h1));
+      const SimulationResult zb = simulate(h1, unit);
+      const SimulationResult plain = simulate(one_f_one_b(p, m), unit);
+      REQUIRE(zb.finished);
+      CHECK(plain.makespan == Approx(3.0 * m + 3.0 * (p - 1)));
+      if (m >= p) {  // the steady state exists: the published figure
+        CHECK(zb.makespan == Approx(3.0 * m + (p - 1)));
+        CHECK(zb.bubble_fraction == Approx(double(p - 1) / (3 * m + p - 1)).margin(1e-12));
+      }
+      CHECK(zb.makespan <= plain.makespan);
+      for (int r = 0; r < p; ++r) CHECK(zb.peak_activations[r] <= std::min(p, m));
+
+      const Schedule v = zero_bubble_v(p, m);
+      REQUIRE_NOTHROW(check_schedule(v));
+      const SimulationResult zv = simulate(v, half);
+      REQUIRE(zv.finished);
+      if (m >= p) {
+        CHECK(zv.makespan == Approx(0.5 * (6.0 * m + p - 1)));
+        CHECK(zv.bubble_fraction == Approx(double(p - 1) / (6 * m + p - 1)).margin(1e-12));
+      }
+      for (int r = 0; r < p; ++r) CHECK(zv.peak_activations[r] <= 2 * p);
+      // The V: rank 0 holds the first and the last stage, the loss is computed there.
+      CHECK(v.stage_of(0, 1) == 2 * p - 1);
+      CHECK(v.loss_rank() == 0);
+    }
+  }
+  // The goal's row: p = 4, m = 8.
+  const double one = simulate(one_f_one_b(4, 8), unit).bubble_fraction;
+  CHECK(simulate(zero_bubble_h1(4, 8), unit).bubble_fraction / one == Approx(0.407).epsilon(0.01));
+  CHECK(simulate(zero_bubble_v(4, 8), half).bubble_fraction / one == Approx(0.216).epsilon(0.01));
+}
+
+TEST_CASE("split backwards are checked: W after its I, never with a whole B", "[schedule]") {
+  Schedule s = zero_bubble_h1(2, 2);
+  auto& rank0 = s.ranks[0];
+  auto w = std::find_if(rank0.begin(), rank0.end(),
+                        [](const Action& a) { return a.kind == ActionKind::kBackwardWeight; });
+  const Action moved = *w;
+  rank0.erase(w);
+  rank0.insert(rank0.begin(), moved);
+  CHECK_THROWS_WITH(check_schedule(s), Catch::Contains("W mb0 stage 0 comes before its I"));
+  Schedule dropped = zero_bubble_h1(2, 2);
+  auto& rank1 = dropped.ranks[1];
+  rank1.erase(std::find_if(rank1.begin(), rank1.end(),
+                           [](const Action& a) { return a.kind == ActionKind::kBackwardWeight; }));
+  CHECK_THROWS_WITH(check_schedule(dropped), Catch::Contains("lacks the W of its split backward"));
+  // A schedule that holds more than it claims is caught.
+  Schedule greedy = zero_bubble_h1(3, 6);
+  greedy.in_flight_bound[2] = 1;
+  CHECK_THROWS_WITH(check_schedule(greedy),
+                    Catch::Contains("rank 2 holds 3 micro-batches' activations at once, more than "
+                                    "the 1 the schedule claims"));
+  CHECK_THAT(zero_bubble_h1(2, 3).table(), Catch::Contains("rank 1: F0 I0 F1 I1 W0 F2 I2 W1 W2"));
+  CHECK_THAT(zero_bubble_h1(2, 3).table(), Catch::Contains("rank 0: F0 F1 I0 W0 F2 I1 W1 I2 W2"));
+}
+
 TEST_CASE("unsupported combinations name the key and what is valid", "[schedule]") {
   CHECK_THROWS_WITH(
       make_schedule("interleaved", 4, 6, 2),
@@ -52,7 +123,11 @@ TEST_CASE("unsupported combinations name the key and what is valid", "[schedule]
   CHECK_THROWS_WITH(make_schedule("1f1b", 2, 4, 2),
                     Catch::Contains("needs schedule.name: interleaved"));
   CHECK_THROWS_WITH(make_schedule("zigzag", 2, 4, 1),
-                    Catch::Contains("valid: gpipe, 1f1b, interleaved"));
+                    Catch::Contains("valid: gpipe, 1f1b, interleaved, zbh1, zbv"));
+  CHECK_THROWS_WITH(make_schedule("zbv", 2, 4, 1),
+                    Catch::Contains("schedule.chunks_per_rank: 1 does not fit schedule.name: zbv"));
+  CHECK_THROWS_WITH(make_schedule("zbh1", 2, 4, 2),
+                    Catch::Contains("needs schedule.name: interleaved"));
   CHECK_THROWS_WITH(make_schedule("gpipe", 2, 0, 1), Catch::Contains("schedule.microbatches: 0"));
 }
 
