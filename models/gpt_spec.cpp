@@ -38,7 +38,7 @@ const ModelSpec& gpt_spec() {
                               /*pipelined=*/true,
                               /*generates_text=*/true,
                               check_gpt_layout,
-                              transformer_stage_layers,
+                              transformer_stage_layers<gpt_flops_per_token>,
                               build_chunk,
                               tokens_per_sample,
                               gpt_flops_per_token,

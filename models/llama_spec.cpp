@@ -43,7 +43,7 @@ const ModelSpec& llama_spec() {
                               /*pipelined=*/true,
                               /*generates_text=*/true,
                               check_llama_layout,
-                              transformer_stage_layers,
+                              transformer_stage_layers<llama_flops_per_token>,
                               build_chunk,
                               tokens_per_sample,
                               llama_flops_per_token,

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "models/gpt_stages.h"
 #include "models/model_spec.h"
+#include "models/stage_balance.h"
 
 namespace triax {
 
@@ -34,10 +35,14 @@ Options stage_options(const Options& whole, int stage,
   return options;
 }
 
-/// The [first, last) layers of each of the p * v stages: balanced, or schedule.layer_boundaries.
-inline std::vector<std::pair<int64_t, int64_t>> transformer_stage_layers(const Config& config) {
+/// The [first, last) layers of each of the p * v stages: schedule.layer_boundaries, or balanced
+/// by estimated cost from the family's FLOP count `Flops` (models/stage_balance.h).
+template <double (*Flops)(const ModelConfig&)>
+std::vector<std::pair<int64_t, int64_t>> transformer_stage_layers(const Config& config) {
   const int stages = static_cast<int>(config.parallel.pipeline * config.schedule.chunks_per_rank);
-  return split_layers(config.model.layers, stages, config.schedule.layer_boundaries);
+  const auto by_count = split_layers(config.model.layers, stages, config.schedule.layer_boundaries);
+  if (!config.schedule.layer_boundaries.empty()) return by_count;
+  return balance_layers(config.model.layers, stages, stage_costs(config.model, Flops), by_count);
 }
 
 /// A language model's sample is seq_len tokens (of seq_len + 1: inputs and shifted targets).

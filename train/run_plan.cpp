@@ -1,5 +1,9 @@
 #include "train/run_plan.h"
 
+#include <cmath>
+
+#include "models/stage_balance.h"
+
 #include <cstdio>
 
 #include "core/error.h"
@@ -196,13 +200,20 @@ std::string RunPlan::describe() const {
     for (size_t i = 0; i < stage_layers.size(); ++i) {
       text += str(" s", i, "=[", stage_layers[i].first, ",", stage_layers[i].second, ")");
     }
+    const StageCosts costs = stage_costs(config.model, model_spec(model).flops_per_unit);
+    text +=
+        "\n  estimated cost per stage, in layers (the first adds the embedding, the last the "
+        "head and loss):";
+    for (double c : estimated_stage_costs(stage_layers, costs)) {
+      text += str(" ", std::round(c / costs.layer * 10) / 10);
+    }
     const double chunk = 1.0 / schedule.chunks;
-    const SimulationResult sim = simulate(schedule, {chunk, chunk, 0.0});
+    const SimulationResult sim = simulate(schedule, {chunk, 2 * chunk, 0.0, 0.5});
     char line[160];
-    std::snprintf(
-        line, sizeof(line),
-        "\n  simulated bubble %.3f (equal forward/backward costs); peak activations per rank: ",
-        sim.bubble_fraction);
+    std::snprintf(line, sizeof(line),
+                  "\n  simulated bubble %.3f (unit costs: F = I = W, B = I + W); peak activations "
+                  "per rank: ",
+                  sim.bubble_fraction);
     text += line + join(sim.peak_activations, " ") + " micro-batch chunks\n";
   }
   if (has_data) {
