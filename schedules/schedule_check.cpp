@@ -53,7 +53,22 @@ bool message_of(const Schedule& s, int rank, const Action& a, MessageKey* key, i
 
 }  // namespace
 
-double SimulationCosts::cost(ActionKind kind) const {
+double SimulationCosts::cost(ActionKind kind, int rank) const {
+  if (rank >= 0 && rank < static_cast<int>(per_rank.size())) {
+    const auto& c = per_rank[static_cast<size_t>(rank)];
+    switch (kind) {
+      case ActionKind::kForward:
+        return c[0];
+      case ActionKind::kBackward:
+        return c[1];
+      case ActionKind::kBackwardInput:
+        return c[2];
+      case ActionKind::kBackwardWeight:
+        return c[3];
+      default:
+        return 0.0;
+    }
+  }
   switch (kind) {
     case ActionKind::kForward:
       return forward;
@@ -91,7 +106,7 @@ SimulationResult simulate(const Schedule& s, const SimulationCosts& costs) {
         MessageKey key;
         int other = 0;
         if (is_compute(a.kind)) {
-          const double cost = costs.cost(a.kind);
+          const double cost = costs.cost(a.kind, static_cast<int>(r));
           clock[r] += cost;
           busy += cost;
           result.busy[r] += cost;

@@ -13,6 +13,7 @@
 // activations each rank holds (forwards whose backward — B, or W after a split — has not run).
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,10 @@ struct SimulationCosts {
   double weight_share = 0.5;  ///< W's share of the backward: W = share * B, I = B - W
   double input() const { return backward * (1.0 - weight_share); }
   double weight() const { return backward * weight_share; }
-  double cost(ActionKind kind) const;  ///< of a compute action
+  /// Optional, per rank: measured costs of F, B, I and W there (a stage's own costs: the first
+  /// and last stages also run the embedding and the head). Empty: the figures above everywhere.
+  std::vector<std::array<double, 4>> per_rank = {};
+  double cost(ActionKind kind, int rank = -1) const;  ///< of a compute action
 };
 
 struct ActionTiming {

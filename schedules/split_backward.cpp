@@ -126,45 +126,47 @@ torch::Tensor backward_input(const torch::Tensor& output, const torch::Tensor& g
 }
 
 std::vector<torch::Tensor> backward_weight(DeferredWeights* deferred) {
-  // Each parameter's contributions in the order the frontier nodes were found, summed before
-  // they are added to .grad (what the accumulator's input buffer does).
-  std::vector<torch::Tensor> params;
-  std::vector<torch::Tensor> sums;
-  auto& engine = torch::autograd::Engine::get_default_engine();
+  if (deferred->empty()) return {};
+  // Each frontier node loses its edges to the input side (they were I's work, and with tied
+  // weights they would lead to the same parameter again): the graph is discarded after W, so
+  // cutting is safe, and it leaves the engine only the frontier nodes, their weight chains and
+  // the accumulators to visit — one engine run for the whole micro-batch. A node computes only
+  // the outputs whose edges are valid (ATen's formulas and custom Functions ask), so no input
+  // gradient is recomputed. Contributions to one parameter meet in its accumulator's input
+  // buffer, as in the one-piece backward, and are captured there instead of accumulated.
+  std::vector<Edge> roots;
+  std::vector<torch::Tensor> grads;
+  std::vector<Edge> accumulators;
   for (auto& f : deferred->frontiers) {
-    const torch::autograd::variable_list entering =
-        engine.execute(f.roots, f.grads, /*keep_graph=*/true, /*create_graph=*/false,
-                       /*accumulate_grad=*/false, f.entries);
-    for (size_t i = 0; i < f.params.size(); ++i) {
-      if (!entering[i].defined()) continue;
-      torch::Tensor grad = entering[i];
-      if (!(f.entries[i] == f.params[i])) {  // through the chain (t(), a cast, an embedding)
-        grad = engine.execute({f.entries[i]}, {entering[i]}, /*keep_graph=*/true,
-                              /*create_graph=*/false, /*accumulate_grad=*/false, {f.params[i]})[0];
-        if (!grad.defined()) continue;
-      }
-      const torch::Tensor& variable =
-          static_cast<AccumulateGrad*>(f.params[i].function.get())->variable;
-      size_t k = 0;
-      while (k < params.size() && !params[k].is_same(variable)) ++k;
-      if (k == params.size()) {
-        params.push_back(variable);
-        sums.push_back(grad);
-      } else {
-        sums[k] = sums[k] + grad;
+    Node* node = f.roots.front().function.get();
+    for (Edge& e : node->next_edges()) {
+      if (std::find(f.entries.begin(), f.entries.end(), e) == f.entries.end()) e = Edge();
+    }
+    roots.insert(roots.end(), f.roots.begin(), f.roots.end());
+    grads.insert(grads.end(), f.grads.begin(), f.grads.end());
+    for (const Edge& acc : f.params) {
+      if (std::find(accumulators.begin(), accumulators.end(), acc) == accumulators.end()) {
+        accumulators.push_back(acc);
       }
     }
   }
+  const torch::autograd::variable_list sums = torch::autograd::Engine::get_default_engine().execute(
+      roots, grads, /*keep_graph=*/false, /*create_graph=*/false, /*accumulate_grad=*/false,
+      accumulators);
+  deferred->frontiers.clear();  // the micro-batch's graph goes with it
   torch::NoGradGuard no_grad;
-  for (size_t k = 0; k < params.size(); ++k) {
-    torch::Tensor& grad = params[k].mutable_grad();
+  std::vector<torch::Tensor> params;
+  for (size_t k = 0; k < accumulators.size(); ++k) {
+    if (!sums[k].defined()) continue;
+    torch::Tensor variable = static_cast<AccumulateGrad*>(accumulators[k].function.get())->variable;
+    torch::Tensor& grad = variable.mutable_grad();
     if (grad.defined()) {
-      grad.add_(sums[k]);
+      grad.add_(sums[k]);  // what the accumulator does with an existing gradient
     } else {
       grad = sums[k].detach();
     }
+    params.push_back(variable);
   }
-  deferred->frontiers.clear();
   return params;
 }
 

@@ -13,11 +13,12 @@
 // layer norm, the bias add, a custom Function's backward). I runs the engine from the stage's
 // output with, as its only outputs, the input's gradient and each frontier node's incoming
 // gradients: the engine then computes for every node only the edges leading there (ATen's
-// backward formulas skip a masked weight gradient), and never touches a parameter. W runs each
-// frontier node again from its captured gradients, with its edges into weight chains as the only
-// outputs (so now only those are computed: not its input side, which with tied weights may lead
-// to the same parameter again), runs each chain to its parameter, and adds the results to .grad
-// as the accumulator would (contributions from several frontier nodes summed first, then added).
+// backward formulas skip a masked weight gradient), and never touches a parameter. W cuts each
+// frontier node's edges to the input side and runs all of them at once from their captured
+// gradients, with the parameters' accumulators as the outputs: each node computes only its
+// weight edges, the chains run to the accumulators, contributions to one parameter meet in its
+// accumulator's input buffer as in the one-piece backward, and the sums are added to .grad as
+// the accumulator would add them.
 // The graph is kept from I until W (the micro-batch's activations stay alive until W).
 // Parameters used inside an activation-checkpointed block are invisible to the walk (the block
 // is one opaque node that re-runs its own backward): their gradients are computed in I, by

@@ -77,6 +77,8 @@ class Trainer {
   /// Record each pipeline action's timing in the following steps (schedule.trace).
   void set_tracing(bool on) { executor_->set_tracing(on); }
   const std::vector<TraceEvent>& trace() const { return executor_->trace(); }
+  /// Heap growth during the last traced step: the activations this rank held at its peak.
+  int64_t peak_activation_bytes() const { return executor_->peak_activation_bytes(); }
 
   double last_grad_norm() const { return grad_norm_; }
   const StepPhases& last_phases() const { return phases_; }
