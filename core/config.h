@@ -169,7 +169,7 @@ struct ScheduleConfig {
   int64_t microbatches = 0;
   /// Model chunks per pipeline rank (interleaved: >= 2; zbv: 2). Default 1.
   int64_t chunks_per_rank = 1;
-  /// First layer of stages 1 .. p*v-1; empty = balanced by layer count. Default [].
+  /// First layer of stages 1 .. p*v-1; empty = balanced by estimated cost. Default [].
   std::vector<int64_t> layer_boundaries = {};
   /// Chrome trace-event JSON of each pipeline action per rank; "" = none. Default "".
   std::string trace = "";

@@ -98,7 +98,7 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("chunks_per_rank", c.schedule.chunks_per_rank, IntRule{1, 64},
             "model chunks per pipeline rank (interleaved: >= 2)");
     v.field("layer_boundaries", c.schedule.layer_boundaries, kPositive,
-            "first layer of stages 1..; empty = balanced");
+            "first layer of stages 1..; empty = balanced by estimated cost");
     v.field("trace", c.schedule.trace, {}, "Chrome trace JSON path; empty = none");
     v.field("trace_step", c.schedule.trace_step, kPositive, "the step the trace records");
   });

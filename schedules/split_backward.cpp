@@ -99,6 +99,13 @@ class GraphWalk {
   std::unordered_map<Node*, bool> chain_;
 };
 
+// Invalidates a frontier node's edges that do not enter a weight chain (Note [Split backward]).
+void cut_input_side(const DeferredWeights::Frontier& f) {
+  for (Edge& e : f.roots.front().function->next_edges()) {
+    if (std::find(f.entries.begin(), f.entries.end(), e) == f.entries.end()) e = Edge();
+  }
+}
+
 }  // namespace
 
 torch::Tensor backward_input(const torch::Tensor& output, const torch::Tensor& grad_output,
@@ -121,27 +128,26 @@ torch::Tensor backward_input(const torch::Tensor& output, const torch::Tensor& g
   size_t k = want_input ? 1 : 0;
   for (auto& f : deferred->frontiers) {
     for (size_t i = 0; i < f.roots.size(); ++i) f.grads.push_back(captured[k++]);
+    // The input side was this pass's work: cutting it now lets the rest of the graph, and the
+    // activations it saved (attention's, the activation functions'), go as soon as the stage's
+    // output is released, so between I and W a micro-batch holds only what W needs.
+    cut_input_side(f);
   }
   return want_input ? captured[0] : torch::Tensor();
 }
 
 std::vector<torch::Tensor> backward_weight(DeferredWeights* deferred) {
   if (deferred->empty()) return {};
-  // Each frontier node loses its edges to the input side (they were I's work, and with tied
-  // weights they would lead to the same parameter again): the graph is discarded after W, so
-  // cutting is safe, and it leaves the engine only the frontier nodes, their weight chains and
-  // the accumulators to visit — one engine run for the whole micro-batch. A node computes only
-  // the outputs whose edges are valid (ATen's formulas and custom Functions ask), so no input
-  // gradient is recomputed. Contributions to one parameter meet in its accumulator's input
-  // buffer, as in the one-piece backward, and are captured there instead of accumulated.
+  // I cut each frontier node's edges to the input side (with tied weights they would lead to
+  // the same parameter again), which leaves the engine only the frontier nodes, their weight
+  // chains and the accumulators to visit — one engine run for the whole micro-batch. A node
+  // computes only the outputs whose edges are valid (ATen's formulas and custom Functions ask),
+  // so no input gradient is recomputed. Contributions to one parameter meet in its accumulator's
+  // input buffer, as in the one-piece backward, and are captured there instead of accumulated.
   std::vector<Edge> roots;
   std::vector<torch::Tensor> grads;
   std::vector<Edge> accumulators;
   for (auto& f : deferred->frontiers) {
-    Node* node = f.roots.front().function.get();
-    for (Edge& e : node->next_edges()) {
-      if (std::find(f.entries.begin(), f.entries.end(), e) == f.entries.end()) e = Edge();
-    }
     roots.insert(roots.end(), f.roots.begin(), f.roots.end());
     grads.insert(grads.end(), f.grads.begin(), f.grads.end());
     for (const Edge& acc : f.params) {

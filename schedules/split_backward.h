@@ -13,13 +13,15 @@
 // layer norm, the bias add, a custom Function's backward). I runs the engine from the stage's
 // output with, as its only outputs, the input's gradient and each frontier node's incoming
 // gradients: the engine then computes for every node only the edges leading there (ATen's
-// backward formulas skip a masked weight gradient), and never touches a parameter. W cuts each
-// frontier node's edges to the input side and runs all of them at once from their captured
+// backward formulas skip a masked weight gradient), and never touches a parameter; then it cuts
+// each frontier node's edges to the input side, so the rest of the graph and what it saved are
+// freed with the stage's output. W runs all frontier nodes at once from their captured
 // gradients, with the parameters' accumulators as the outputs: each node computes only its
 // weight edges, the chains run to the accumulators, contributions to one parameter meet in its
 // accumulator's input buffer as in the one-piece backward, and the sums are added to .grad as
 // the accumulator would add them.
-// The graph is kept from I until W (the micro-batch's activations stay alive until W).
+// From I until W a micro-batch holds what W needs: each frontier node's saved inputs (a linear's
+// input activation) and its captured output gradient.
 // Parameters used inside an activation-checkpointed block are invisible to the walk (the block
 // is one opaque node that re-runs its own backward): their gradients are computed in I, by
 // that node, through the accumulators (and their hooks) as before.
