@@ -64,10 +64,10 @@ Manifest read_checkpoint(const std::string& spec, const Config& config) {
         "--resume ", spec, ": the checkpoint places its chunks ",
         v_shaped(m.config.schedule.name) ? "in a V (schedule.name: zbv)" : "in a loop",
         ", this run's schedule.name: ", config.schedule.name, " places them ",
-        v_shaped(config.schedule.name) ? "in a V" : "in a loop",
-        " (valid: schedule.name: ", m.config.schedule.name, "; or convert it first: triax reshard ",
-        m.dir, " --tensor ", config.parallel.tensor, " --pipeline ", config.parallel.pipeline,
-        " --out NEW_DIR, then set the schedule in NEW_DIR's config)"));
+        v_shaped(config.schedule.name) ? "in a V" : "in a loop", " (valid: schedule.name: ",
+        m.config.schedule.name, "; or convert it first: triax reshard ", m.dir, " --tensor ",
+        config.parallel.tensor, " --pipeline ", config.parallel.pipeline, " --chunks ",
+        config.schedule.chunks_per_rank, " --schedule ", config.schedule.name, " --out NEW_DIR)"));
   }
   return m;
 }

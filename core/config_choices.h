@@ -16,15 +16,15 @@
 
 namespace triax {
 
-enum class ModelKind { kMlp, kGpt, kLlama };                ///< model.arch: mlp | gpt | llama
-enum class Activation { kGelu, kGeluTanh };                 ///< model.activation (GPT)
-enum class OptimizerKind { kSgd, kAdamW };                  ///< train.optimizer: sgd | adamw
-enum class Recompute { kNone, kFull, kSelective };          ///< train.recompute
-enum class LrDecay { kConstant, kCosine, kLinear };         ///< train.lr_decay
+enum class ModelKind { kMlp, kGpt, kLlama };         ///< model.arch: mlp | gpt | llama
+enum class Activation { kGelu, kGeluTanh };          ///< model.activation (GPT)
+enum class OptimizerKind { kSgd, kAdamW };           ///< train.optimizer: sgd | adamw
+enum class Recompute { kNone, kFull, kSelective };   ///< train.recompute
+enum class LrDecay { kConstant, kCosine, kLinear };  ///< train.lr_decay
 enum class ScheduleKind { kGpipe, k1F1B, kInterleaved, kZbh1, kZbv };  ///< schedule.name
-enum class Hierarchical { kAuto, kTrue, kLeader, kFalse };  ///< ddp.hierarchical
-enum class Backend { kAuto, kMpi, kTcp };                   ///< comm.backend
-enum class Precision { kFp32, kBf16 };                      ///< train.precision, ddp.reduce_dtype
+enum class Hierarchical { kAuto, kTrue, kLeader, kFalse };             ///< ddp.hierarchical
+enum class Backend { kAuto, kMpi, kTcp };                              ///< comm.backend
+enum class Precision { kFp32, kBf16 };  ///< train.precision, ddp.reduce_dtype
 
 /// True for the enums above (the ones with YAML spellings).
 template <typename E>
