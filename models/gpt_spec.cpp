@@ -11,6 +11,12 @@ Batch token_batch(const torch::Tensor& tokens) {
   return Batch{tokens.narrow(1, 0, seq), tokens.narrow(1, 1, seq)};
 }
 
+Batch random_token_batch(const Config& config, int step) {
+  torch::manual_seed(static_cast<uint64_t>(step));
+  return token_batch(torch::randint(
+      0, config.model.vocab, {config.train.global_batch, config.model.seq_len + 1}, torch::kLong));
+}
+
 namespace {
 
 std::unique_ptr<ModelChunk> build_chunk(const Config& config, int stage,

@@ -16,6 +16,10 @@ using GptChunk = TransformerChunk<Gpt>;
 /// Token sequences [n, seq_len + 1] as a batch: inputs tokens[:, :-1], targets tokens[:, 1:].
 Batch token_batch(const torch::Tensor& tokens);
 
+/// A global batch of random tokens for `config` (the benchmarks' data): global_batch sequences
+/// of seq_len + 1 tokens below model.vocab, the same for the same `step` on every rank.
+Batch random_token_batch(const Config& config, int step);
+
 const ModelSpec& gpt_spec();
 
 }  // namespace triax

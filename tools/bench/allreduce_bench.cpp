@@ -222,12 +222,7 @@ int main(int argc, char** argv) {
   const Prediction model = predict(world->backend(), intra, inter, n, local, nodes.num_nodes());
 
   // The trainer's step with each, alternating; compute = step minus exposed DDP wait.
-  const auto batch = [&](int step) {
-    torch::manual_seed(step);
-    return token_batch(torch::randint(0, config.model.vocab,
-                                      {config.train.global_batch, config.model.seq_len + 1},
-                                      torch::kLong));
-  };
+  const auto batch = [&](int step) { return random_token_batch(config, step); };
   std::vector<double> flat_steps, hier_steps, bf16_steps, compute;
   for (int s = 0; s < reps + 2; ++s) {
     for (Trainer* trainer : {&flat_trainer, &hier_trainer, &bf16_trainer}) {

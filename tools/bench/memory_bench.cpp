@@ -59,12 +59,7 @@ int main(int argc, char** argv) {
   torch::set_num_threads(static_cast<int>(config.train.threads));
   const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
   ParallelContext context(world, plan.layout);
-  const auto batch = [&](int step) {
-    torch::manual_seed(step);
-    return token_batch(torch::randint(0, config.model.vocab,
-                                      {config.train.global_batch, config.model.seq_len + 1},
-                                      torch::kLong));
-  };
+  const auto batch = [&](int step) { return random_token_batch(config, step); };
 
   const int64_t at_start = TensorMemory::live();
   Trainer trainer(plan, context);

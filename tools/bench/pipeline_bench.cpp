@@ -127,12 +127,7 @@ void run_row(const Config& base, std::shared_ptr<Communicator> world, Row& row, 
   const RunPlan plan = plan_run(config, p, DataCheck::kSkip);
   ParallelContext context(world, plan.layout);
   Trainer trainer(plan, context);
-  const auto batch = [&](int step) {
-    torch::manual_seed(step);
-    return token_batch(torch::randint(0, config.model.vocab,
-                                      {config.train.global_batch, config.model.seq_len + 1},
-                                      torch::kLong));
-  };
+  const auto batch = [&](int step) { return random_token_batch(config, step); };
   for (int step = 0; step <= steps; ++step) {  // step 0 warms up
     const bool traced = keep_trace && step == steps;
     trainer.set_tracing(traced);

@@ -82,12 +82,7 @@ int main(int argc, char** argv) {
   const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
   ParallelContext context(world, plan.layout);
   Trainer trainer(plan, context);
-  const auto batch = [&](int step) {
-    torch::manual_seed(step);
-    return token_batch(torch::randint(0, config.model.vocab,
-                                      {config.train.global_batch, config.model.seq_len + 1},
-                                      torch::kLong));
-  };
+  const auto batch = [&](int step) { return random_token_batch(config, step); };
   for (int s = 0; s < 3; ++s) trainer.step(batch(s));  // warm-up
   std::vector<std::vector<double>> phases(7);
   torch::Tensor ends = torch::zeros({steps}, torch::kDouble);
