@@ -8,6 +8,7 @@
 #include "core/atomic_file.h"
 #include "core/crc32.h"
 #include "core/error.h"
+#include "core/safetensors_map.h"
 #include "core/strings.h"
 
 namespace triax {
@@ -180,6 +181,13 @@ void Manifest::verify() const {
     if (crc != shard.crc32) {
       throw ConfigError(str(shard.file, ": checksum mismatch (CRC-32 ", crc, ", the manifest says ",
                             shard.crc32, "): the shard is corrupt"));
+    }
+    // A checksum proves the bytes are the ones written, not that they describe real tensors:
+    // every rank checks every shard's header too (mapped, nothing read beyond it).
+    try {
+      const SafetensorsMap header(shard.file);
+    } catch (const Error& e) {
+      throw ConfigError(e.what());
     }
   }
 }

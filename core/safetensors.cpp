@@ -1,5 +1,7 @@
 #include "core/safetensors.h"
 
+#include "core/safetensors_check.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <unistd.h>
@@ -122,22 +124,27 @@ SafetensorsFile load_safetensors(const std::string& path) {
     throw Error(str(path, ": bad safetensors header: ", e.msg));
   }
   std::vector<std::pair<int64_t, std::pair<std::string, torch::Tensor>>> ordered;
+  if (!root.IsMap()) throw Error(str(path, ": bad safetensors header: not a JSON object"));
   for (const auto& entry : root) {
-    const std::string name = entry.first.as<std::string>();
+    const std::string name = entry.first.Scalar();
     if (name == "__metadata__") {
-      for (const auto& item : entry.second)
-        file.metadata[item.first.as<std::string>()] = item.second.as<std::string>();
+      try {
+        for (const auto& item : entry.second)
+          file.metadata[item.first.as<std::string>()] = item.second.as<std::string>();
+      } catch (const YAML::Exception&) {
+        throw Error(str(path, ": __metadata__ must map strings to strings"));
+      }
       continue;
     }
-    const auto shape = entry.second["shape"].as<std::vector<int64_t>>();
-    const auto offsets = entry.second["data_offsets"].as<std::vector<int64_t>>();
-    const torch::ScalarType type = dtype_of(entry.second["dtype"].as<std::string>(), path);
-    torch::Tensor t = torch::empty(shape, type);
+    const auto dtype = header_field<std::string>(entry.second, "dtype", path, name);
+    const auto shape = header_field<std::vector<int64_t>>(entry.second, "shape", path, name);
+    const auto offsets =
+        header_field<std::vector<int64_t>>(entry.second, "data_offsets", path, name);
+    const torch::ScalarType type = dtype_of(dtype, path);
+    const int64_t element = static_cast<int64_t>(c10::elementSize(type));
+    check_tensor_extent(path, name, dtype, shape, offsets, element, file_size - data_start);
+    torch::Tensor t = torch::empty(shape, type);  // only once its size is known to be real
     const int64_t bytes = t.numel() * t.element_size();
-    if (offsets.size() != 2 || offsets[1] - offsets[0] != bytes ||
-        data_start + offsets[1] > file_size) {
-      throw Error(str(path, ": tensor '", name, "' has inconsistent offsets"));
-    }
     in.seekg(data_start + offsets[0]);
     in.read(static_cast<char*>(t.data_ptr()), bytes);
     if (!in) throw Error(str(path, ": truncated data for '", name, "'"));

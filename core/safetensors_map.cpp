@@ -1,5 +1,7 @@
 #include "core/safetensors_map.h"
 
+#include "core/safetensors_check.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -43,6 +45,19 @@ SafetensorsMap::SafetensorsMap(const std::string& path) : path_(path) {
     data_ = nullptr;
     throw Error(str(path, ": cannot map (", std::strerror(errno), ")"));
   }
+  // A refused header must not leak the mapping (the destructor of a throwing constructor does
+  // not run).
+  struct Unmap {
+    void*& data;
+    size_t size;
+    bool armed = true;
+    ~Unmap() {
+      if (armed) {
+        ::munmap(data, size);
+        data = nullptr;
+      }
+    }
+  } unmap_on_throw{data_, size_};
   const auto* bytes = static_cast<const unsigned char*>(data_);
   uint64_t header_size = 0;
   for (int i = 0; i < 8; ++i) header_size |= uint64_t{bytes[i]} << (8 * i);
@@ -56,30 +71,31 @@ SafetensorsMap::SafetensorsMap(const std::string& path) : path_(path) {
   } catch (const YAML::Exception& e) {
     throw Error(str(path, ": bad safetensors header: ", e.msg));
   }
+  if (!root.IsMap()) throw Error(str(path, ": bad safetensors header: not a JSON object"));
   for (const auto& entry : root) {
-    const std::string name = entry.first.as<std::string>();
+    const std::string name = entry.first.Scalar();
     if (name == "__metadata__") {
-      for (const auto& item : entry.second)
-        metadata_[item.first.as<std::string>()] = item.second.as<std::string>();
+      try {
+        for (const auto& item : entry.second)
+          metadata_[item.first.as<std::string>()] = item.second.as<std::string>();
+      } catch (const YAML::Exception&) {
+        throw Error(str(path, ": __metadata__ must map strings to strings"));
+      }
       continue;
     }
     TensorInfo info;
-    info.dtype = entry.second["dtype"].as<std::string>();
-    info.shape = entry.second["shape"].as<std::vector<int64_t>>();
-    const auto offsets = entry.second["data_offsets"].as<std::vector<int64_t>>();
-    int64_t numel = 1;
-    for (int64_t d : info.shape) numel *= d;
-    const int64_t bytes_needed =
-        numel * static_cast<int64_t>(c10::elementSize(scalar_type(info.dtype, path)));
-    if (offsets.size() != 2 || offsets[0] < 0 || offsets[1] - offsets[0] != bytes_needed ||
-        data_start_ + offsets[1] > static_cast<int64_t>(size_)) {
-      throw Error(str(path, ": tensor '", name, "' has inconsistent offsets (", join(offsets, ","),
-                      " for ", info.dtype, " [", join(info.shape, ","), "])"));
-    }
+    info.dtype = header_field<std::string>(entry.second, "dtype", path, name);
+    info.shape = header_field<std::vector<int64_t>>(entry.second, "shape", path, name);
+    const auto offsets =
+        header_field<std::vector<int64_t>>(entry.second, "data_offsets", path, name);
+    check_tensor_extent(path, name, info.dtype, info.shape, offsets,
+                        static_cast<int64_t>(c10::elementSize(scalar_type(info.dtype, path))),
+                        static_cast<int64_t>(size_) - data_start_);
     info.begin = offsets[0];
     info.end = offsets[1];
     tensors_[name] = info;
   }
+  unmap_on_throw.armed = false;
 }
 
 SafetensorsMap::~SafetensorsMap() {

@@ -12,6 +12,8 @@
 #include "checkpoint/manifest.h"
 #include "core/crc32.h"
 #include "core/error.h"
+#include "core/safetensors.h"
+#include "core/strings.h"
 
 namespace fs = std::filesystem;
 using Catch::Contains;
@@ -55,7 +57,9 @@ Manifest sample(const fs::path& dir) {
     ShardEntry s;
     s.file = (dir / shard_name(0, tp)).string();
     s.tensor_rank = tp;
-    write_file(s.file, std::string(10 + tp, 'x'));
+    SafetensorsFile shard;  // a real shard: verify reads its header
+    shard.tensors.emplace_back("c0/w", torch::ones({tp + 1}));
+    save_safetensors(s.file, shard);
     s.crc32 = file_crc32(s.file, &s.bytes);
     m.shards.push_back(s);
   }
@@ -115,10 +119,21 @@ TEST_CASE("verify refuses missing, truncated and corrupt shards", "[checkpoint]"
   const fs::path dir = fresh_dir("manifest_verify");
   Manifest m = sample(dir);
   CHECK_NOTHROW(m.verify());
-  write_file(m.shards[1].file, std::string(11, 'y'));  // same size, other bytes
+  // A header that is valid JSON with the recorded checksum, describing an impossible tensor.
+  std::string bytes = read_all(m.shards[1].file);
+  const auto at = bytes.find("\"shape\":[2]");
+  REQUIRE(at != std::string::npos);
+  bytes.replace(at, 11, "\"shape\":[9]");
+  write_file(m.shards[1].file, bytes);
+  const Manifest intact = m;
+  m.shards[1].crc32 = file_crc32(m.shards[1].file, &m.shards[1].bytes);
+  CHECK_THROWS_WITH(m.verify(), Contains("pp0-tp1.safetensors: tensor 'c0/w' (F32 [9]") &&
+                                    Contains("spans 8 bytes for a tensor of 36"));
+  m = intact;  // the manifest's old checksum: the same bytes are now a checksum mismatch
   CHECK_THROWS_WITH(m.verify(), Contains("checksum mismatch"));
   write_file(m.shards[0].file, "xxx");
-  CHECK_THROWS_WITH(m.verify(), Contains("3 bytes, the manifest says 10 (truncated"));
+  CHECK_THROWS_WITH(m.verify(),
+                    Contains(str("3 bytes, the manifest says ", m.shards[0].bytes, " (truncated")));
   fs::remove(m.shards[0].file);
   CHECK_THROWS_WITH(m.verify(), Contains("shard file is missing"));
   m.shards.pop_back();

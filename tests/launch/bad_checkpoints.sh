@@ -17,6 +17,24 @@ d=$(fresh truncated) && truncate -s -100 "$d/pp1-tp0.safetensors"
 run 4 "bytes, the manifest says" "$d" "$@"
 d=$(fresh flipped) && printf 'X' | dd of="$d/pp0-tp1.safetensors" bs=1 seek=5000 conv=notrunc status=none
 run 4 "pp0-tp1.safetensors: checksum mismatch" "$d" "$@"
+# A shard whose header is valid JSON with the checksum the manifest records, describing an
+# impossible tensor: refused naming the shard and the tensor, on every rank.
+d=$(fresh impossible)
+/usr/bin/python3 - "$d" <<'PY'
+import pathlib, re, sys, zlib
+d = pathlib.Path(sys.argv[1])
+shard = d / "pp1-tp0.safetensors"
+data = bytearray(shard.read_bytes())
+at = data.index(b'"shape":[128,128]')
+data[at:at + 17] = b'"shape":[-12,128]'  # same length: the header size stays right
+shard.write_bytes(bytes(data))
+manifest = d / "manifest.yaml"
+text = manifest.read_text()
+text = re.sub(r"(file: pp1-tp0.safetensors,[^}]*crc32: )\d+",
+              lambda m: m.group(1) + str(zlib.crc32(bytes(data))), text)
+manifest.write_text(text)
+PY
+run 4 "pp1-tp0.safetensors: tensor 'c0/token_embedding.weight' (F32 [-12,128]" "$d" "$@"
 d=$(fresh newer) && sed -i 's/^format_version: 1$/format_version: 99/' "$d/manifest.yaml"
 run 4 "checkpoint format version 99 is newer than this triax reads (1)" "$d" "$@"
 d=$(fresh missing) && rm "$d/pp1-tp1.safetensors"
