@@ -32,6 +32,7 @@
 #include "job/failure_policy.h"
 #include "job/output_check.h"
 #include "job/rank_table.h"
+#include "job/run_dir_lock.h"
 #include "job/run_outputs.h"
 #include "job/stop_signal.h"
 #include "job/thread_choice.h"
@@ -234,6 +235,7 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     if (!resume.empty()) checkpoint = read_checkpoint(resume, plan->config);
     backend = resolve_backend(plan->config.comm.backend, launch);
     check_outputs_writable(plan->config);
+    check_run_dir_free(RunPaths(plan->config.run.dir).lock());  // before anything is written
   } catch (const ConfigError& e) {
     log::error(e.what());
     return kExitUsage;
@@ -276,6 +278,8 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     if (const std::string warning = context.tp_span_warning(); !warning.empty()) {
       log::warn(warning);
     }
+    // Every rank tested the lock before the world formed; now rank 0 holds it to the end.
+    const RunDirLock run_dir_lock = context.rank() == 0 ? RunDirLock(paths.lock()) : RunDirLock();
     write_resolved_config(config, paths, context.rank());
     ranks = gather_rank_table(context.world());
     if (paths.enabled() && context.rank() == 0) write_rank_table(ranks, paths.rank_table());
