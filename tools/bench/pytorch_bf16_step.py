@@ -7,11 +7,11 @@ tests/models/gpt_reference.py's GPT, 4 layers, sequence 64, vocabulary 256, tied
 AdamW, one process, one thread. Prints one line: tokens/s and the median step time.
 """
 import os
-import statistics
 import sys
-import time
 
 import torch
+
+from pytorch_timing import median_step_seconds
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
                                 "models"))
@@ -25,19 +25,15 @@ def main(hidden, heads, precision, steps):
     torch.manual_seed(1234)
     model = Gpt(VOCAB, hidden, heads, 4, SEQ, True)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    generator = torch.Generator().manual_seed(0)
-    times = []
-    for k in range(steps + 3):
-        tokens = torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=generator)
-        t0 = time.perf_counter()
+
+    def train_step(inputs, targets):
         optimizer.zero_grad()
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
-            loss = model(tokens[:, :-1], tokens[:, 1:])
+            loss = model(inputs, targets)
         loss.backward()
         optimizer.step()
-        if k >= 3:
-            times.append(time.perf_counter() - t0)
-    step = statistics.median(times)
+
+    step = median_step_seconds(train_step, steps, VOCAB, BATCH, SEQ)
     print(f"pytorch {precision} hidden {hidden}: {BATCH * SEQ / step:.0f} tokens/s, "
           f"step {1000 * step:.1f} ms")
 

@@ -9,11 +9,11 @@ over 2 kv heads, SwiGLU 352, sequence 64, vocabulary 256, untied head; batch 8, 
 tokens, one process. Prints one line: tokens/s and the median step time.
 """
 import os
-import statistics
 import sys
-import time
 
 import torch
+
+from pytorch_timing import median_step_seconds
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
                                 "models"))
@@ -44,18 +44,13 @@ def main(steps, threads):
     meta = {"hidden": HIDDEN, "heads": HEADS, "kv_heads": KV, "layers": LAYERS, "norm_eps": 1e-5}
     inv_freq = inverse_frequencies(HIDDEN // HEADS, 10000.0, 0.0, 1.0, 4.0, 8192.0)
     optimizer = torch.optim.AdamW(params.values(), lr=1e-3)
-    generator = torch.Generator().manual_seed(0)
-    times = []
-    for k in range(steps + 3):
-        tokens = torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=generator)
-        t0 = time.perf_counter()
+
+    def train_step(inputs, targets):
         optimizer.zero_grad()
-        loss = forward(params, meta, tokens[:, :-1], tokens[:, 1:], inv_freq)
-        loss.backward()
+        forward(params, meta, inputs, targets, inv_freq).backward()
         optimizer.step()
-        if k >= 3:
-            times.append(time.perf_counter() - t0)
-    step = statistics.median(times)
+
+    step = median_step_seconds(train_step, steps, VOCAB, BATCH, SEQ)
     print(f"pytorch llama: one process, {threads} thread(s), batch {BATCH}: "
           f"{BATCH * SEQ / step:.0f} tokens/s, step {1000 * step:.1f} ms")
 
