@@ -104,12 +104,13 @@ FullModelState read_full_state(const Manifest& manifest) {
 }
 
 ScheduleKind schedule_for_chunks(ScheduleKind kind, int64_t chunks) {
-  const bool multi = kind == ScheduleKind::kInterleaved || kind == ScheduleKind::kZbv;
-  if (chunks == 1 && multi) return ScheduleKind::k1F1B;
-  if (chunks > 1 && kind == ScheduleKind::kZbh1) return ScheduleKind::kInterleaved;
-  if (chunks > 2 && kind == ScheduleKind::kZbv) return ScheduleKind::kInterleaved;
-  if (chunks > 1 && !multi) return ScheduleKind::kInterleaved;
-  return kind;
+  if (chunks == 1) {
+    const bool multi = kind == ScheduleKind::kInterleaved || kind == ScheduleKind::kZbv;
+    return multi ? ScheduleKind::k1F1B : kind;
+  }
+  const bool fits =
+      kind == ScheduleKind::kInterleaved || (kind == ScheduleKind::kZbv && chunks == 2);
+  return fits ? kind : ScheduleKind::kInterleaved;
 }
 
 std::string write_sharded_checkpoint(const FullModelState& state, int tensor, int pipeline,

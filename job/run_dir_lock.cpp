@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/strings.h"
 
 namespace triax {
@@ -41,6 +42,17 @@ int open_lock(const std::string& lock_path) {
   return fd;
 }
 
+// Whether flock(fd, how | LOCK_NB) failed because another holder has the lock. Any other
+// failure (a file system without locks: ENOLCK) says nothing about other jobs: the run goes on
+// unprotected, with a note, rather than being refused for a job that does not exist.
+bool held_elsewhere(int fd, int how, const std::string& lock_path) {
+  if (::flock(fd, how | LOCK_NB) == 0) return false;
+  if (errno == EWOULDBLOCK) return true;
+  log::warn(str("run.dir: cannot lock ", lock_path, " (", std::strerror(errno),
+                "): a second job on this run.dir would not be refused"));
+  return false;
+}
+
 }  // namespace
 
 void check_run_dir_free(const std::string& lock_path) {
@@ -48,15 +60,14 @@ void check_run_dir_free(const std::string& lock_path) {
   const int fd = open_lock(lock_path);
   // Shared: the ranks of one job test at once without excluding each other; only a running
   // job's exclusive lock makes the test fail.
-  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) refuse(lock_path, fd);
-  ::flock(fd, LOCK_UN);
-  ::close(fd);
+  if (held_elsewhere(fd, LOCK_SH, lock_path)) refuse(lock_path, fd);
+  ::close(fd);  // drops the shared lock, if it was taken
 }
 
 RunDirLock::RunDirLock(const std::string& lock_path) {
   if (lock_path.empty()) return;
   fd_ = open_lock(lock_path);
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+  if (held_elsewhere(fd_, LOCK_EX, lock_path)) {
     const int fd = fd_;
     fd_ = -1;
     refuse(lock_path, fd);
