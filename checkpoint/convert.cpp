@@ -1,7 +1,5 @@
 #include "checkpoint/convert.h"
 
-#include "core/stage_placement.h"
-
 #include <filesystem>
 
 #include "checkpoint/parameter_table.h"
@@ -9,6 +7,7 @@
 #include "core/crc32.h"
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "core/stage_placement.h"
 #include "core/strings.h"
 #include "models/model_spec.h"
 #include "parallel/tp/shard_spec.h"

@@ -1,11 +1,10 @@
 #include "checkpoint/resume.h"
 
-#include "core/stage_placement.h"
-
 #include <vector>
 
 #include "checkpoint/location.h"
 #include "core/error.h"
+#include "core/stage_placement.h"
 #include "core/strings.h"
 
 namespace triax {
