@@ -351,6 +351,12 @@ Config parse_tree(YAML::Node root, const std::vector<std::string>& overrides,
                           ": the top level must be a mapping of sections (model, parallel, "
                           "train, data, run)"));
   }
+  // `parallel: auto` is the short form of `parallel: {auto: true}`.
+  if (root["parallel"].IsScalar() && root["parallel"].Scalar() == "auto") {
+    YAML::Node section(YAML::NodeType::Map);
+    section["auto"] = true;
+    root["parallel"] = section;
+  }
   std::set<std::string> overridden;
   for (const std::string& assignment : overrides)
     overridden.insert(apply_override(root, assignment));

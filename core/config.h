@@ -76,6 +76,17 @@ struct ParallelConfig {
   /// Sequence parallelism: LayerNorm, dropout and residual regions hold seq_len / tensor of the
   /// sequence on each tp rank (needs tensor > 1). Default false.
   bool sequence = false;
+  /// Choose the layout at start (`parallel: auto`): tensor, pipeline, the schedule and its
+  /// chunks, train.micro_batch, train.recompute, optimizer.shard, sequence and
+  /// ddp.hierarchical, by the planner's predicted step time (`triax plan`: docs/plan.md); the
+  /// same verdict on every rank. Resuming keeps the checkpoint's tp, pp and chunks. Default false.
+  bool automatic = false;
+  /// With auto: a profile from `triax calibrate`; "" = nominal costs from the FLOP count.
+  /// Default "".
+  std::string profile = "";
+  /// With auto: MiB a rank may hold (process included); layouts predicted above it are not
+  /// chosen. 0 = no limit. Default 0.
+  double memory_per_rank_mb = 0.0;
 };
 
 struct TrainConfig {

@@ -30,6 +30,7 @@ class RunPaths {
   std::string rank_table() const { return under("ranks.txt"); }
   std::string metrics() const { return under("metrics.jsonl"); }
   std::string lock() const { return under(".triax.lock"); }
+  std::string profile() const { return under("profile.yaml"); }  ///< `triax calibrate`
   std::string sample() const { return under("sample.txt"); }
   std::string loss_plot() const { return under("loss.png"); }
   std::string checkpoints() const { return under("checkpoints"); }

@@ -37,6 +37,14 @@ StageMemory gpt_stage_memory(const Config& c, int tp, int64_t layers_here, bool 
   // reduce-scatter (3 x 4sbh); with everything else split, that transient is the peak's edge.
   const double gather_transient = mode == Recompute::kFull && r < 1 ? 12 * sbh : 0;
   th.activation_bytes = stored + outside + gather_transient;
+  th.transient_bytes = mode == Recompute::kFull ? full_block + gather_transient : 0;
+  // Split backward: per block the gradients of the two norms' outputs (split by sequence
+  // parallelism), of q/k/v and the first MLP matmul (split by tp) and of the two row-parallel
+  // outputs (whole); the final norm and the head on the last stage. A recomputed block is
+  // opaque (its weights' gradients come in I), so it defers nothing.
+  const double deferred_block = 4 * s * b * (2 * h * r + 7 * h / t + 2 * h);
+  th.deferred_weight_bytes = (mode == Recompute::kFull ? 0 : layers_here * deferred_block) +
+                             (last_stage ? 4 * s * b * (h * r + v_padded / t) : 0);
   return th;
 }
 

@@ -36,6 +36,12 @@ StageMemory llama_stage_memory(const Config& c, int tp, int64_t layers_here, boo
                         : mode == Recompute::kSelective ? layers * (full_block - s2) + s2
                                                         : layers * full_block;
   m.activation_bytes = stored + outside;
+  m.transient_bytes = mode == Recompute::kFull ? full_block : 0;
+  // Split backward (models/gpt_memory.cpp says which gradients): two RMSNorm outputs, q, k, v,
+  // gate and up (split by tp), o and down outputs (whole); the final norm and head.
+  const double deferred_block = 4 * s * b * (2 * h * r + (h + 2 * kv + 2 * inter) / t + 2 * h);
+  m.deferred_weight_bytes = (mode == Recompute::kFull ? 0 : layers * deferred_block) +
+                            (last_stage ? 4 * s * b * (h * r + v_padded / t) : 0);
   return m;
 }
 

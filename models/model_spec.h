@@ -69,6 +69,14 @@ class ModelChunk {
 struct StageMemory {
   double parameter_bytes = 0;
   double activation_bytes = 0;  ///< peak during a step, above its start
+  /// The part of activation_bytes only one micro-batch holds at a time (full recompute's
+  /// replayed block): a schedule keeping k micro-batches holds k x (activation - transient) +
+  /// transient.
+  double transient_bytes = 0;
+  /// What one micro-batch holds in addition between its input-gradient pass and its weight pass
+  /// (zero-bubble schedules: the captured output gradients of each operation that consumes a
+  /// parameter, schedules/split_backward.h).
+  double deferred_weight_bytes = 0;
 };
 
 struct ModelSpec {

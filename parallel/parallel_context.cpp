@@ -58,7 +58,10 @@ ParallelContext::ParallelContext(std::shared_ptr<Communicator> world, ParallelLa
 }
 
 std::string ParallelContext::table() const {
-  return layout_.table(&nodes_) + str("nodes: ", nodes_.summary(), "\n");
+  // Up to 8 groups an axis in full (every layout of 8 ranks); larger jobs in summary, or the
+  // start-up log of a 1024-rank job would be thousands of lines.
+  constexpr size_t kGroupsInFull = 8;
+  return layout_.table(&nodes_, kGroupsInFull) + str("nodes: ", nodes_.summary(), "\n");
 }
 
 std::string ParallelContext::tp_span_warning() const {

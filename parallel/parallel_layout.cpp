@@ -175,25 +175,41 @@ RankGroups ParallelLayout::embedding_groups() const {
   return result;
 }
 
-std::string ParallelLayout::table(const NodeTopology* nodes) const {
+std::string ParallelLayout::table(const NodeTopology* nodes, size_t max_groups) const {
   std::ostringstream out;
   out << "layout: world " << world_size_ << " = dp " << dp_size() << " x tp " << tp_size()
       << " x pp " << pp_size() << ", order " << order_string() << " (" << axis_name(order_[0])
       << " fastest)\n";
-  const auto section = [&](const char* name, const RankGroups& groups) {
-    for (size_t i = 0; i < groups.size(); ++i) {
-      out << "  " << name << " group " << i << ": " << format_group(groups[i]);
-      if (nodes != nullptr && nodes->world_size() == world_size_) {
-        out << " on " << nodes->describe(groups[i]);
-      }
-      out << "\n";
+  bool summarised = false;
+  const auto line = [&](const char* name, size_t i, const std::vector<int>& group) {
+    out << "  " << name << " group " << i << ": " << format_group(group);
+    if (nodes != nullptr && nodes->world_size() == world_size_) {
+      out << " on " << nodes->describe(group);
     }
+    out << "\n";
+  };
+  const auto section = [&](const char* name, const RankGroups& groups) {
+    if (groups.size() <= max_groups) {
+      for (size_t i = 0; i < groups.size(); ++i) line(name, i, groups[i]);
+      return;
+    }
+    // A person reads the pattern from the first two and the last group.
+    summarised = true;
+    line(name, 0, groups[0]);
+    line(name, 1, groups[1]);
+    out << "  ... " << groups.size() - 3 << " more " << name << " groups of " << groups[0].size()
+        << " ranks\n";
+    line(name, groups.size() - 1, groups.back());
   };
   section("tp", groups(Axis::kTp));
   section("dp", groups(Axis::kDp));
   section("pp", groups(Axis::kPp));
   section("model-parallel", model_parallel_groups());
   section("embedding", embedding_groups());
+  if (summarised) {
+    out << "  (groups summarised; `triax plan CONFIG --world " << world_size_
+        << " --rank R --groups` lists them all)\n";
+  }
   return out.str();
 }
 

@@ -70,8 +70,10 @@ class ParallelLayout {
   RankGroups embedding_groups() const;
 
   /// Human-readable table: a header and one line per group; with `nodes`, each group's node(s)
-  /// ("tp group 0: [0,1] on n1", "pp group 0: [0,4] on n1+n2").
-  std::string table(const NodeTopology* nodes = nullptr) const;
+  /// ("tp group 0: [0,1] on n1", "pp group 0: [0,4] on n1+n2"). An axis with more than
+  /// `max_groups` groups is summarised (its first two and last groups, and the count).
+  std::string table(const NodeTopology* nodes = nullptr,
+                    size_t max_groups = static_cast<size_t>(-1)) const;
 
  private:
   ParallelLayout() = default;

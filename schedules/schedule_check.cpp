@@ -1,5 +1,7 @@
 #include "schedules/schedule_check.h"
 
+#include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -142,6 +144,96 @@ SimulationResult simulate(const Schedule& s, const SimulationCosts& costs) {
   result.stuck = join(stuck, "; ");
   result.bubble_fraction =
       result.makespan > 0 ? 1.0 - busy / (static_cast<double>(p) * result.makespan) : 0.0;
+  return result;
+}
+
+SimulationResult simulate_shared(const Schedule& s, const SimulationCosts& costs,
+                                 const std::function<double(int)>& rate) {
+  const size_t p = s.ranks.size();
+  SimulationResult result;
+  result.peak_activations.assign(p, 0);
+  result.busy.assign(p, 0.0);
+  result.timings.resize(p);
+  for (size_t r = 0; r < p; ++r) result.timings[r].resize(s.ranks[r].size());
+  std::vector<size_t> next(p, 0);
+  std::vector<double> remaining(p, -1.0);  // work left of the running compute action; -1: none
+  std::vector<int> live(p, 0);
+  std::map<MessageKey, double> arrived;
+  double now = 0, busy = 0;
+  for (;;) {
+    // Everything that takes no time: sends, receives whose message is there, starting computes.
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (size_t r = 0; r < p; ++r) {
+        while (next[r] < s.ranks[r].size() && remaining[r] < 0) {
+          const Action& a = s.ranks[r][next[r]];
+          ActionTiming& t = result.timings[r][next[r]];
+          MessageKey key;
+          int other = 0;
+          if (is_compute(a.kind)) {
+            remaining[r] = costs.cost(a.kind, static_cast<int>(r));
+            t.start = now;
+            break;
+          }
+          if (message_of(s, static_cast<int>(r), a, &key, &other)) {
+            if (a.kind == ActionKind::kSendActivation || a.kind == ActionKind::kSendGrad) {
+              arrived[key] = now + costs.transfer;
+            } else {
+              const auto it = arrived.find(key);
+              if (it == arrived.end() || it->second > now) break;  // not there yet
+            }
+          }
+          t.start = t.end = now;
+          ++next[r];
+          progress = true;
+        }
+      }
+    }
+    int running = 0;
+    for (size_t r = 0; r < p; ++r) running += remaining[r] >= 0;
+    // The next event: a compute finishing at the shared rate, or a message arriving.
+    const double speed = running > 0 ? rate(running) : 1.0;
+    double step = std::numeric_limits<double>::infinity();
+    for (size_t r = 0; r < p; ++r) {
+      if (remaining[r] >= 0) step = std::min(step, remaining[r] / speed);
+      if (remaining[r] < 0 && next[r] < s.ranks[r].size()) {
+        MessageKey key;
+        int other = 0;
+        if (message_of(s, static_cast<int>(r), s.ranks[r][next[r]], &key, &other)) {
+          const auto it = arrived.find(key);
+          if (it != arrived.end() && it->second > now) step = std::min(step, it->second - now);
+        }
+      }
+    }
+    if (!std::isfinite(step)) break;  // finished, or stuck
+    now += step;
+    busy += step * running;
+    for (size_t r = 0; r < p; ++r) {
+      if (remaining[r] < 0) continue;
+      result.busy[r] += step;
+      remaining[r] -= step * speed;
+      if (remaining[r] > 1e-12 * std::max(1.0, now)) continue;
+      const Action& a = s.ranks[r][next[r]];
+      if (a.kind == ActionKind::kForward) ++live[r];
+      if (a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardWeight) --live[r];
+      result.peak_activations[r] = std::max(result.peak_activations[r], live[r]);
+      result.timings[r][next[r]].end = now;
+      remaining[r] = -1.0;
+      ++next[r];
+    }
+  }
+  std::vector<std::string> stuck;
+  for (size_t r = 0; r < p; ++r) {
+    if (next[r] < s.ranks[r].size()) {
+      stuck.push_back(
+          str("rank ", r, " waits at ", describe(s, static_cast<int>(r), s.ranks[r][next[r]])));
+    }
+  }
+  result.makespan = now;
+  result.finished = stuck.empty();
+  result.stuck = join(stuck, "; ");
+  result.bubble_fraction = now > 0 ? 1.0 - busy / (static_cast<double>(p) * now) : 0.0;
   return result;
 }
 

@@ -1,4 +1,4 @@
-// defines: triax::check_schedule, triax::simulate, triax::SimulationCosts,
+// defines: triax::check_schedule, triax::simulate, triax::simulate_shared, triax::SimulationCosts,
 //          triax::SimulationResult
 //
 // Verifies a schedule without running it, and costs it.
@@ -14,6 +14,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,13 @@ struct SimulationResult {
 };
 
 SimulationResult simulate(const Schedule& schedule, const SimulationCosts& costs = {});
+
+/// The same with the ranks sharing processors (CPU ranks time-sharing a node's cores): a
+/// compute action's cost is its work at full speed, and while k ranks compute each progresses at
+/// rate(k) (e.g. min(1, cores / k)); busy is wall time spent computing. With rate = 1 it equals
+/// simulate().
+SimulationResult simulate_shared(const Schedule& schedule, const SimulationCosts& costs,
+                                 const std::function<double(int)>& rate);
 
 /// Throws triax::Error listing every problem found; returns normally for a valid schedule.
 void check_schedule(const Schedule& schedule);

@@ -9,13 +9,15 @@
 namespace triax {
 namespace {
 
-const std::vector<std::string> kCommands = {"train",     "config",   "prepare-data", "plot",
-                                            "flight",    "reshard",  "export",       "import",
-                                            "tokenizer", "generate", "help",         "version"};
+const std::vector<std::string> kCommands = {
+    "train",  "config",    "prepare-data", "plot", "flight",  "reshard", "export",
+    "import", "tokenizer", "generate",     "help", "version", "plan",    "calibrate"};
 const std::vector<std::string> kOptions = {
-    "--set",          "--world",  "--describe",     "--markdown", "--out",    "--help",
-    "--val-fraction", "--resume", "--tensor",       "--pipeline", "--chunks", "--config",
-    "--hf",           "--dtype",  "--max-shard-mb", "--schedule"};
+    "--set",      "--world",        "--describe", "--markdown",        "--out",
+    "--help",     "--val-fraction", "--resume",   "--tensor",          "--pipeline",
+    "--chunks",   "--config",       "--hf",       "--dtype",           "--max-shard-mb",
+    "--schedule", "--nodes",        "--profile",  "--memory-per-rank", "--top",
+    "--csv",      "--rank",         "--groups"};
 
 int parse_size(const std::string& option, const std::string& text) {
   char* end = nullptr;
@@ -33,6 +35,24 @@ double parse_fraction(const std::string& option, const std::string& text) {
     throw ConfigError(str(option, ": '", text, "' is not a fraction (valid: 0 <= f < 1)"));
   }
   return value;
+}
+
+// "8589934592", "8GiB", "512MiB", "2G": bytes.
+double parse_bytes(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  const std::string unit = end ? end : "";
+  double scale = 0;
+  if (unit.empty() || unit == "B") scale = 1;
+  if (unit == "K" || unit == "KiB") scale = 1024.0;
+  if (unit == "M" || unit == "MiB") scale = 1024.0 * 1024;
+  if (unit == "G" || unit == "GiB") scale = 1024.0 * 1024 * 1024;
+  if (text.empty() || end == text.c_str() || scale == 0 || !(value > 0)) {
+    throw ConfigError(str(option, ": '", text,
+                          "' is not a size (valid: bytes, or a number with K, M, G or KiB, MiB, "
+                          "GiB: 8GiB)"));
+  }
+  return value * scale;
 }
 
 }  // namespace
@@ -76,6 +96,16 @@ std::string usage() {
          "  import HF_DIR --tensor T --pipeline P --out DST [--config YAML] [--set key=value]\n"
          "                                        a Hugging Face folder as a checkpoint (step 0)\n"
          "                                        and DST/config.yaml to train it with\n"
+         "  calibrate CONFIG [--out FILE] [--set key=value ...]\n"
+         "                                        measure layer, link and optimizer times for\n"
+         "                                        CONFIG's model on the ranks it is launched on\n"
+         "                                        (mpirun -np N); writes a profile (default\n"
+         "                                        run.dir/profile.yaml or profile.yaml)\n"
+         "  plan CONFIG --world N [--nodes K] [--memory-per-rank BYTES] [--profile FILE]\n"
+         "       [--top N] [--csv] [--rank R [--groups]]\n"
+         "                                        every valid layout ranked by predicted step\n"
+         "                                        time and memory; --rank R: a dry run of one\n"
+         "                                        rank of the configured layout\n"
          "  version                               print the version\n"
          "  help                                  print this help\n"
          "\n"
@@ -97,7 +127,8 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
                           hint.empty() ? "" : str(" (did you mean '", hint, "'?)"),
                           "; commands: ", join(kCommands, ", "), " (see triax --help)"));
   }
-  const bool takes_config = args.command == "train" || args.command == "config";
+  const bool takes_config = args.command == "train" || args.command == "config" ||
+                            args.command == "plan" || args.command == "calibrate";
   for (size_t i = 1; i < argv.size(); ++i) {
     const std::string& arg = argv[i];
     const auto value = [&](const std::string& option) -> std::string {
@@ -116,6 +147,22 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
         throw ConfigError(str("--world: '", text, "' is not a positive integer"));
       }
       args.world = static_cast<int>(n);
+    } else if (arg == "--nodes") {
+      args.nodes = parse_size(arg, value(arg));
+    } else if (arg == "--profile") {
+      args.profile = value(arg);
+    } else if (arg == "--memory-per-rank") {
+      args.memory_per_rank = parse_bytes(arg, value(arg));
+    } else if (arg == "--top") {
+      const std::string text = value(arg);
+      args.top = text == "0" ? 0 : parse_size(arg, text);
+    } else if (arg == "--csv") {
+      args.csv = true;
+    } else if (arg == "--rank") {
+      const std::string text = value(arg);
+      args.rank = text == "0" ? 0 : parse_size(arg, text);
+    } else if (arg == "--groups") {
+      args.groups = true;
     } else if (arg == "--describe") {
       args.describe = true;
     } else if (arg == "--markdown") {
@@ -181,11 +228,20 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
                             " takes one CONFIG file (did you forget --set?)"));
     }
   }
-  const bool needs_config =
-      (args.command == "train") || (args.command == "config" && !args.describe);
+  const bool needs_config = args.command == "train" || args.command == "plan" ||
+                            args.command == "calibrate" ||
+                            (args.command == "config" && !args.describe);
   if (needs_config && args.config_path.empty()) {
     throw ConfigError(str("triax ", args.command, " needs a CONFIG file, e.g. triax ", args.command,
                           " configs/gpt-fortunes.yaml"));
+  }
+  if (args.command == "plan" && args.world == 0) {
+    throw ConfigError(str("triax plan needs --world N (the ranks to plan for), e.g. triax plan ",
+                          args.config_path, " --world 8"));
+  }
+  if (args.rank >= 0 && args.rank >= args.world) {
+    throw ConfigError(str("--rank ", args.rank, ": not a rank of --world ", args.world,
+                          " (valid: 0 .. ", args.world - 1, ")"));
   }
   if (args.command == "prepare-data" && (args.inputs.empty() || args.out.empty())) {
     throw ConfigError(

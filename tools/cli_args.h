@@ -40,6 +40,13 @@ struct CliArgs {
   std::string prompt_ids;          ///< --prompt-ids 1,2,3 (generate): ids instead of text
   int tokens = 50;                 ///< --tokens N (generate): tokens to add
   bool print_ids = false;          ///< --ids (generate): print the ids too
+  int nodes = 1;                   ///< --nodes K (plan): ranks in K equal consecutive blocks
+  std::string profile;             ///< --profile FILE (plan): a `triax calibrate` profile
+  double memory_per_rank = 0;      ///< --memory-per-rank BYTES (plan): 0 = no limit
+  int top = 10;                    ///< --top N (plan): rows shown; 0 = all
+  bool csv = false;                ///< --csv (plan): every row as CSV
+  int rank = -1;                   ///< --rank R (plan): dry run of rank R; -1 = none
+  bool groups = false;             ///< --groups (plan --rank): the full group table
 };
 
 /// Throws ConfigError (with a "did you mean") on an unknown subcommand or option.

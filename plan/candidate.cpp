@@ -1,0 +1,155 @@
+#include "plan/candidate.h"
+
+#include "core/error.h"
+#include "core/strings.h"
+#include "models/model_spec.h"
+#include "parallel/parallel_layout.h"
+#include "train/run_plan.h"
+
+namespace triax {
+
+Config Candidate::applied(const Config& base) const {
+  Config c = base;
+  c.parallel.tensor = tp;
+  c.parallel.pipeline = pp;
+  c.parallel.data = 0;
+  c.parallel.sequence = sequence;
+  c.schedule.name = schedule;
+  c.schedule.chunks_per_rank = chunks;
+  c.schedule.microbatches = 0;
+  c.schedule.layer_boundaries = {};  // the cost-balanced split of this pp
+  c.train.micro_batch = micro_batch;
+  c.train.recompute = recompute;
+  c.train.recompute_layers = 0;
+  c.optimizer.shard = zero1;
+  if (hierarchical != Hierarchical::kAuto) c.ddp.hierarchical = hierarchical;
+  return c;
+}
+
+std::string Candidate::describe() const {
+  std::string text = str("dp", dp, " tp", tp, " pp", pp, " ");
+  if (pp > 1) text += choice_name(schedule) + (chunks > 1 ? str("x", chunks) : "") + " ";
+  text += str("b", micro_batch, "x", microbatches, " ", choice_name(recompute));
+  if (zero1) text += " zero1";
+  if (sequence) text += " sp";
+  if (hierarchical == Hierarchical::kTrue) text += " hier";
+  if (hierarchical == Hierarchical::kFalse) text += " flat";
+  return text;
+}
+
+std::string Candidate::overrides() const {
+  return str(
+      "--set parallel.tensor=", tp, " --set parallel.pipeline=", pp,
+      " --set schedule.name=", choice_name(schedule), " --set schedule.chunks_per_rank=", chunks,
+      " --set train.micro_batch=", micro_batch, " --set train.recompute=", choice_name(recompute),
+      " --set optimizer.shard=", zero1 ? "true" : "false",
+      " --set parallel.sequence=", sequence ? "true" : "false",
+      hierarchical == Hierarchical::kAuto ? std::string()
+                                          : " --set ddp.hierarchical=" + choice_name(hierarchical));
+}
+
+namespace {
+
+std::vector<int> divisors(int64_t n) {
+  std::vector<int> out;
+  for (int64_t d = 1; d <= n; ++d) {
+    if (n % d == 0) out.push_back(static_cast<int>(d));
+  }
+  return out;
+}
+
+// Whether the dp groups span nodes with an equal share of ranks on each (what ddp.hierarchical
+// needs), nodes being equal consecutive blocks of ranks.
+bool dp_spans_nodes_evenly(const ParallelLayout& layout, int nodes) {
+  if (nodes <= 1 || layout.dp_size() < 2) return false;
+  const int per_node = layout.world_size() / nodes;
+  for (const auto& group : layout.groups(Axis::kDp)) {
+    std::vector<int> count(nodes, 0);
+    for (int rank : group) ++count[rank / per_node];
+    int used = 0, share = 0;
+    for (int c : count) {
+      if (c == 0) continue;
+      if (share != 0 && c != share) return false;
+      share = c, ++used;
+    }
+    if (used < 2 || share < 2) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<Candidate> enumerate_candidates(const Config& config, int world, int nodes,
+                                            const PlanConstraints& constraints) {
+  if (nodes < 1 || world % nodes != 0) {
+    throw ConfigError(str("--nodes ", nodes, ": does not divide the world of ", world,
+                          " ranks (valid: a divisor of ", world, ")"));
+  }
+  const ModelSpec& spec = model_spec(config.model.arch);
+  const bool pipelined = spec.pipelined;
+  std::vector<Candidate> out;
+  for (int tp : divisors(world)) {
+    if (constraints.tp > 0 && tp != constraints.tp) continue;
+    if (!pipelined && tp > 1) continue;
+    for (int pp : divisors(world / tp)) {
+      if (constraints.pp > 0 && pp != constraints.pp) continue;
+      if (!pipelined && pp > 1) continue;
+      if (pp > config.model.layers) continue;
+      const int dp = world / (tp * pp);
+      if (config.train.global_batch % dp != 0) continue;
+      const ParallelLayout layout = ParallelLayout::create(world, tp, pp, config.parallel.order);
+      const int64_t per_dp = config.train.global_batch / dp;
+      struct Shape {
+        ScheduleKind kind;
+        int chunks;
+      };
+      std::vector<Shape> shapes;
+      if (pp == 1) {
+        shapes.push_back({ScheduleKind::k1F1B, 1});
+      } else {
+        for (ScheduleKind k : {ScheduleKind::kGpipe, ScheduleKind::k1F1B, ScheduleKind::kZbh1}) {
+          shapes.push_back({k, 1});
+        }
+        shapes.push_back({ScheduleKind::kInterleaved, 2});
+        shapes.push_back({ScheduleKind::kZbv, 2});
+      }
+      std::vector<Hierarchical> hier = {Hierarchical::kAuto};
+      if (dp_spans_nodes_evenly(layout, nodes)) hier = {Hierarchical::kFalse, Hierarchical::kTrue};
+      for (const Shape& shape : shapes) {
+        if (constraints.chunks > 0 && shape.chunks != constraints.chunks) continue;
+        if (constraints.v_shape >= 0 &&
+            (shape.kind == ScheduleKind::kZbv) != (constraints.v_shape == 1)) {
+          continue;
+        }
+        for (int b : divisors(per_dp)) {
+          for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+            if (!pipelined && r != Recompute::kNone) continue;
+            for (bool zero1 : {false, true}) {
+              if (zero1 && (dp == 1 || config.train.optimizer != OptimizerKind::kAdamW)) continue;
+              for (bool sp : {false, true}) {
+                if (sp && tp == 1) continue;
+                for (Hierarchical h : hier) {
+                  Candidate c;
+                  c.dp = dp, c.tp = tp, c.pp = pp, c.chunks = shape.chunks;
+                  c.schedule = shape.kind;
+                  c.micro_batch = b;
+                  c.microbatches = per_dp / b;
+                  c.recompute = r, c.zero1 = zero1, c.sequence = sp, c.hierarchical = h;
+                  try {
+                    plan_run(c.applied(config), world, DataCheck::kSkip);
+                  } catch (const ConfigError&) {
+                    continue;  // a rule of the run refuses it (heads % tp, m % p, ...)
+                  }
+                  out.push_back(c);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace triax

@@ -1,0 +1,54 @@
+// defines: triax::Candidate, triax::PlanConstraints, triax::enumerate_candidates
+//
+// One way to run a configuration on N ranks: the layout (dp x tp x pp, chunks per rank), the
+// pipeline schedule, the micro-batch size, and the memory levers (recompute, ZeRO-1, sequence
+// parallelism, node-aware all-reduce). enumerate_candidates lists every one that the run's own
+// rules accept (each candidate is checked by plan_run, the function `triax train` checks with,
+// so the planner can never propose a layout training would refuse), for the configuration's
+// model and global batch. What stays the configuration's own: the model, global batch,
+// optimizer, precision, data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+
+namespace triax {
+
+struct Candidate {
+  int dp = 1, tp = 1, pp = 1;
+  int chunks = 1;  ///< model chunks per pipeline rank
+  ScheduleKind schedule = ScheduleKind::k1F1B;
+  int64_t micro_batch = 1;
+  int64_t microbatches = 1;  ///< per step, per dp rank
+  Recompute recompute = Recompute::kNone;
+  bool zero1 = false;
+  bool sequence = false;
+  /// Chosen only where the dp groups span nodes (true or false); else kAuto: the
+  /// configuration's ddp.hierarchical stays.
+  Hierarchical hierarchical = Hierarchical::kAuto;
+
+  /// The configuration with this candidate's choices in it.
+  Config applied(const Config& base) const;
+  /// "dp2 tp2 pp2 1f1b b4x4 none" and the levers that are on ("zero1 sp hier").
+  std::string describe() const;
+  /// "--set parallel.tensor=2 --set parallel.pipeline=2 ...": what makes `triax train` run it.
+  std::string overrides() const;
+};
+
+/// What a plan must keep (a checkpoint's tp, pp and stage placement when resuming).
+struct PlanConstraints {
+  int tp = 0;          ///< 0 = any
+  int pp = 0;          ///< 0 = any
+  int chunks = 0;      ///< 0 = any
+  int v_shape = -1;    ///< -1 = any; 0 = loop placement; 1 = V (zbv)
+  std::string reason;  ///< why (printed with the plan)
+};
+
+/// Every valid candidate for `world` ranks on `nodes` nodes (ranks in equal consecutive blocks).
+std::vector<Candidate> enumerate_candidates(const Config& config, int world, int nodes,
+                                            const PlanConstraints& constraints = {});
+
+}  // namespace triax

@@ -1,0 +1,181 @@
+#include "plan/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.h"
+#include "core/strings.h"
+#include "models/model_spec.h"
+#include "train/run_plan.h"
+
+namespace triax {
+namespace {
+
+std::string fixed(double value, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
+  return buffer;
+}
+
+double mib(double bytes) {
+  return bytes / (1024.0 * 1024.0);
+}
+
+}  // namespace
+
+LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const Profile& profile) {
+  if (profile.model != model_key(config)) {
+    throw ConfigError(str("profile ", profile.source, " was calibrated for '", profile.model,
+                          "', not for this model ('", model_key(config),
+                          "'): a layer's time depends on its shape (valid: a profile from "
+                          "`triax calibrate` with this configuration)"));
+  }
+  const ModelSpec& spec = model_spec(config.model.arch);
+  LayoutPlan plan;
+  plan.profile_source = profile.source;
+  const PlanTopology topology{request.world, request.nodes};
+  if (topology.per_node() != profile.ranks_per_node) {
+    plan.notes.push_back(
+        str("compute times scaled by ", topology.per_node(), "/", profile.ranks_per_node,
+            " (ranks per node planned / calibrated: they share the node's cores)"));
+  }
+  if (request.nodes > 1 && !profile.has_link(LinkClass::kNet)) {
+    plan.notes.push_back(
+        "links across nodes not calibrated: nominal 50 us + 1 GB/s (calibrate on two nodes)");
+  }
+  const std::vector<Candidate> candidates =
+      enumerate_candidates(config, request.world, request.nodes, request.constraints);
+  plan.candidates = static_cast<int>(candidates.size());
+  const double units =
+      static_cast<double>(config.train.global_batch * spec.units_per_sample(config.model));
+  for (const Candidate& c : candidates) {
+    const RunPlan run = plan_run(c.applied(config), request.world, DataCheck::kSkip);
+    PlanRow row{c, predict(run, c, profile, topology), 0};
+    if (request.memory_per_rank > 0 &&
+        row.prediction.peak_bytes + profile.base_bytes > request.memory_per_rank) {
+      ++plan.too_big;
+      continue;
+    }
+    row.tokens_per_second = units / row.prediction.step_seconds;
+    plan.rows.push_back(row);
+  }
+  std::sort(plan.rows.begin(), plan.rows.end(), [](const PlanRow& a, const PlanRow& b) {
+    if (a.prediction.step_seconds != b.prediction.step_seconds) {
+      return a.prediction.step_seconds < b.prediction.step_seconds;
+    }
+    if (a.prediction.peak_bytes != b.prediction.peak_bytes) {
+      return a.prediction.peak_bytes < b.prediction.peak_bytes;
+    }
+    return a.candidate.describe() < b.candidate.describe();
+  });
+  if (plan.rows.empty()) {
+    throw ConfigError(str("no layout of ", config.model.layers, " layers on ", request.world,
+                          " ranks fits in ", fixed(mib(request.memory_per_rank), 0),
+                          " MiB per rank (", plan.candidates, " valid layouts, all too big",
+                          request.constraints.reason.empty() ? "" : "; ",
+                          request.constraints.reason,
+                          ") (valid: more memory per rank, more ranks, or a smaller "
+                          "train.global_batch)"));
+  }
+  return plan;
+}
+
+std::string LayoutPlan::table(const Config& config, const PlanRequest& request, int top) const {
+  const ModelSpec& spec = model_spec(config.model.arch);
+  std::string text = str(
+      "plan for ", model_key(config), ", global batch ", config.train.global_batch, ", on ",
+      request.world, " ranks (", request.nodes, " node", request.nodes > 1 ? "s" : "", "), memory ",
+      request.memory_per_rank > 0 ? fixed(mib(request.memory_per_rank), 0) + " MiB per rank"
+                                  : std::string("not limited"),
+      "\nprofile: ", profile_source, "\n");
+  for (const std::string& note : notes) text += "note: " + note + "\n";
+  if (!request.constraints.reason.empty()) text += "kept: " + request.constraints.reason + "\n";
+  text += str(candidates, " valid layouts, ", too_big, " too big for the memory, ", rows.size(),
+              " ranked\n");
+  char line[512];
+  std::snprintf(line, sizeof line, "%4s  %-42s %9s %10s %7s %7s %7s %7s %9s  %s\n", "rank",
+                "layout", "step ms", std::string(spec.unit_short).append("/s").c_str(), "compute",
+                "bubble", "comm", "optim", "peak MiB", "bound");
+  text += line;
+  const size_t shown =
+      top > 0 ? std::min<size_t>(static_cast<size_t>(top), rows.size()) : rows.size();
+  for (size_t i = 0; i < shown; ++i) {
+    const PlanRow& row = rows[i];
+    const Prediction& p = row.prediction;
+    const double ms = 1e3;
+    std::snprintf(line, sizeof line, "%4zu  %-42s %9.2f %10.0f %7.2f %7.2f %7.2f %7.2f %9.1f  %s\n",
+                  i + 1, row.candidate.describe().c_str(), p.step_seconds * ms,
+                  row.tokens_per_second, p.compute * ms, p.bubble * ms,
+                  (p.dp_comm + p.tp_cross) * ms, p.optimizer * ms, mib(p.peak_bytes),
+                  p.bound().c_str());
+    text += line;
+  }
+  if (shown < rows.size()) text += str("  ... ", rows.size() - shown, " more (--top 0: all)\n");
+  text +=
+      "  (ms per step; compute: the busiest rank's forward and backward; bubble: pipeline "
+      "idle on it; comm: gradient sync; peak: tensor bytes of the fullest rank)\n";
+  return text;
+}
+
+std::string LayoutPlan::recommendation(const std::string& config_path) const {
+  const PlanRow& best = rows.front();
+  std::string text = str("recommended: ", best.candidate.describe(), ", ",
+                         fixed(best.prediction.step_seconds * 1e3, 2), " ms per step predicted (",
+                         best.prediction.bound(), "-bound)");
+  if (rows.size() > 1) {
+    const PlanRow& second = rows[1];
+    text += str(", ", fixed(second.prediction.step_seconds / best.prediction.step_seconds, 3),
+                "x faster than the runner-up ", second.candidate.describe());
+  }
+  return text + str("\n  run: triax train ", config_path, " ", best.candidate.overrides(), "\n");
+}
+
+std::string LayoutPlan::csv() const {
+  std::string text =
+      "rank,layout,overrides,step_s,compute_s,bubble_s,comm_s,optimizer_s,peak_bytes,"
+      "rank_bytes\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const PlanRow& row = rows[i];
+    std::vector<std::string> per_rank;
+    for (const RankMemory& m : row.prediction.memory) per_rank.push_back(fixed(m.total(), 0));
+    text +=
+        str(i + 1, ",", row.candidate.describe(), ",", row.candidate.overrides(), ",",
+            row.prediction.step_seconds, ",", row.prediction.compute, ",", row.prediction.bubble,
+            ",", row.prediction.dp_comm + row.prediction.tp_cross, ",", row.prediction.optimizer,
+            ",", fixed(row.prediction.peak_bytes, 0), ",", join(per_rank, ";"), "\n");
+  }
+  return text;
+}
+
+Profile profile_for(const Config& config) {
+  return config.parallel.profile.empty() ? nominal_profile(config)
+                                         : Profile::read(config.parallel.profile);
+}
+
+LayoutChoice choose_layout(const Config& config, int world, int nodes,
+                           const PlanConstraints& constraints) {
+  PlanRequest request;
+  request.world = world;
+  request.nodes = nodes;
+  request.memory_per_rank = config.parallel.memory_per_rank_mb * 1024 * 1024;
+  request.constraints = constraints;
+  const LayoutPlan plan = plan_layouts(config, request, profile_for(config));
+  const PlanRow& best = plan.rows.front();
+  LayoutChoice choice;
+  choice.config = best.candidate.applied(config);
+  choice.message =
+      str("parallel: auto chose ", best.candidate.describe(), " (",
+          fixed(best.prediction.step_seconds * 1e3, 2), " ms per step predicted, ",
+          fixed(mib(best.prediction.peak_bytes), 1), " MiB of tensors per rank; ", plan.rows.size(),
+          " layouts ranked", constraints.reason.empty() ? "" : "; " + constraints.reason, ")");
+  if (plan.rows.size() > 1) {
+    const PlanRow& second = plan.rows[1];
+    choice.message += str("; runner-up ", second.candidate.describe(), " (",
+                          fixed(second.prediction.step_seconds * 1e3, 2), " ms)");
+  }
+  choice.message += str("; profile: ", plan.profile_source);
+  return choice;
+}
+
+}  // namespace triax

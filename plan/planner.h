@@ -1,0 +1,65 @@
+// defines: triax::PlanRequest, triax::PlanRow, triax::LayoutPlan, triax::plan_layouts,
+//          triax::LayoutChoice, triax::choose_layout
+//
+// `triax plan` and `parallel: auto`: every candidate (plan/candidate.h) predicted
+// (plan/predict.h), those that do not fit the memory per rank dropped, the rest ranked by
+// predicted step time (then by memory, then by name, so every rank of a job reaches the same
+// verdict from the same inputs without communicating).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "plan/candidate.h"
+#include "plan/predict.h"
+#include "plan/profile.h"
+
+namespace triax {
+
+struct PlanRequest {
+  int world = 1;
+  int nodes = 1;
+  double memory_per_rank = 0;  ///< bytes a rank may hold (process included); 0 = no limit
+  PlanConstraints constraints;
+};
+
+struct PlanRow {
+  Candidate candidate;
+  Prediction prediction;
+  double tokens_per_second = 0;  ///< the model's units (tokens, samples) per second
+};
+
+struct LayoutPlan {
+  std::vector<PlanRow> rows;  ///< fitting, fastest first
+  int candidates = 0;         ///< valid candidates before the memory limit
+  int too_big = 0;            ///< dropped by the memory limit
+  std::string profile_source;
+  std::vector<std::string> notes;  ///< what the prediction assumed (scaling, nominal links)
+
+  /// The ranked table: the first `top` rows (0 = all), each with its reason.
+  std::string table(const Config& config, const PlanRequest& request, int top) const;
+  /// One line: the best row, by how much it beats the runner-up, and the command to run it.
+  std::string recommendation(const std::string& config_path) const;
+  /// Machine-readable rows (benchmarks): one CSV line each, header first.
+  std::string csv() const;
+};
+
+/// Throws ConfigError when the profile is for another model shape, or nothing fits.
+LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const Profile& profile);
+
+/// The profile parallel.profile names, or nominal costs when it is "".
+Profile profile_for(const Config& config);
+
+struct LayoutChoice {
+  Config config;        ///< with the best layout's keys set
+  std::string message;  ///< the choice, its prediction, and the runner-up
+};
+
+/// `parallel: auto`: the best layout for `world` ranks on `nodes` nodes (memory limit
+/// parallel.memory_per_rank_mb), from files and arithmetic only, so every rank chooses the same.
+LayoutChoice choose_layout(const Config& config, int world, int nodes,
+                           const PlanConstraints& constraints = {});
+
+}  // namespace triax

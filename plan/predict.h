@@ -1,0 +1,71 @@
+// defines: triax::RankMemory, triax::Prediction, triax::PlanTopology, triax::predict
+//
+// One candidate's per-rank peak memory and step time, from the run's plan (train/run_plan.h:
+// schedule, stage split, activation shapes) and a profile (plan/profile.h).
+// Memory, per pipeline rank (tp and dp ranks of one stage hold the same): the model spec's
+// formulas (models/*_memory.h) for each chunk the rank holds — parameters, gradients (ZeRO-1
+// adds the averaged slice, 1/dp), optimizer state (AdamW 2 x parameters, /dp with ZeRO-1; SGD
+// with momentum 1 x) — and activations from the rank's own program: what each micro-batch keeps
+// from its forward to its backward (B, or W after a split: then also the gradients W needs from
+// I), the messages sent (alive until the step ends) and a recomputed block's replay.
+// Step time: the schedule simulated with each rank's forward / backward (input and weight parts
+// for the zero-bubble schedules) from the profile's layer, embedding and head times and the
+// stage split, and messages between stages at the send/recv fit for the activation's bytes on
+// the link between the two ranks' nodes; then the data-parallel gradient sync (all-reduce, or
+// ZeRO-1's reduce-scatter and all-gather; node-aware: inside, across, inside) on the dp group's
+// links, counted as not overlapped (on CPU the sums run on the cores backward uses); then the
+// optimizer step (per parameter, /dp with ZeRO-1) and the profile's per-step overhead. A tp
+// group that crosses nodes adds its collectives' difference between the two link classes.
+// When the plan's ranks per node differ from the profile's, compute times scale with the ratio
+// (ranks on a node share its cores); on an oversubscribed CPU node the pipeline is simulated
+// with shared cores, so a rank waiting in a bubble speeds up the others (simulate_shared).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plan/candidate.h"
+#include "plan/profile.h"
+#include "train/run_plan.h"
+
+namespace triax {
+
+/// Bytes one rank holds at its peak (tensor data; the process adds Profile::base_bytes).
+struct RankMemory {
+  double parameters = 0;
+  double gradients = 0;
+  double optimizer = 0;
+  double activations = 0;
+  int in_flight = 0;  ///< micro-batch chunks held at the peak
+  double total() const { return parameters + gradients + optimizer + activations; }
+};
+
+struct Prediction {
+  double step_seconds = 0;
+  double compute = 0;  ///< the busiest rank's compute time
+  double bubble = 0;   ///< pipeline makespan minus that
+  double bubble_fraction = 0;
+  double dp_comm = 0;   ///< gradient sync (and ZeRO-1's all-gather)
+  double tp_cross = 0;  ///< tp collectives beyond the measured layer times (across nodes)
+  double optimizer = 0;
+  double overhead = 0;
+  std::vector<RankMemory> memory;  ///< per pipeline rank
+  double peak_bytes = 0;           ///< the largest total()
+  /// What bounds the step most: "compute", "bubble", "communication".
+  std::string bound() const;
+};
+
+/// Nodes as equal consecutive blocks of ranks.
+struct PlanTopology {
+  int world = 1;
+  int nodes = 1;
+  int per_node() const { return world / nodes; }
+  int node_of(int rank) const { return rank / per_node(); }
+  /// kNet when `group` touches more than one node.
+  LinkClass link_of(const std::vector<int>& group) const;
+};
+
+Prediction predict(const RunPlan& plan, const Candidate& candidate, const Profile& profile,
+                   const PlanTopology& topology);
+
+}  // namespace triax

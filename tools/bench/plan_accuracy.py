@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""The planner's accuracy (tools/bench/plan_accuracy.sh): predicted vs measured step time and
+per-rank peak memory for plan rows of the GPT and the small Llama at world 2, 4 and 8.
+
+For each model and world: `triax calibrate` on that many ranks (the profile), `triax plan --csv`
+(every valid layout, ranked), then a sample of rows run with build/triax_bench_plan (the trainer's
+own step; median of the timed steps; peak live tensor bytes per pipeline stage). The sample: the
+planner's top rows and rows spread evenly over the rest of the ranking (all rows when there are
+fewer than asked), so the rank correlation covers the range. Rounds: each sampled row is
+measured ROUNDS times, interleaved, and its median kept (this machine is noisy).
+Prints each row (predicted, measured, error), then per world: the mean absolute percentage error
+of step time, the mean absolute error of memory (% of measured), Spearman's rank correlation of
+predicted vs measured order, and how far the planner's first choice is from the fastest measured
+row — each beside its goal (issue 29)."""
+import csv
+import io
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TRIAX = os.path.join(ROOT, "build", "triax")
+BENCH = os.path.join(ROOT, "build", "triax_bench_plan")
+
+
+def run(cmd):
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}")
+    return out.stdout
+
+
+def ranks(values):
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    r = [0.0] * len(values)
+    i = 0
+    while i < len(order):  # average ranks over ties
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return r
+
+
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    n = len(a)
+    ma, mb = sum(ra) / n, sum(rb) / n
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    va = sum((x - ma) ** 2 for x in ra) ** 0.5
+    vb = sum((y - mb) ** 2 for y in rb) ** 0.5
+    return cov / (va * vb) if va and vb else float("nan")
+
+
+def sample(rows, count, top):
+    if len(rows) <= count:
+        return list(range(len(rows)))
+    chosen = list(range(top))
+    rest = count - top
+    for k in range(rest):
+        chosen.append(top + round(k * (len(rows) - 1 - top) / max(1, rest - 1)))
+    return sorted(set(chosen))
+
+
+def main():
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 12
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    worlds = [int(w) for w in sys.argv[3].split(",")] if len(sys.argv) > 3 else [2, 4, 8]
+    models = sys.argv[4].split(",") if len(sys.argv) > 4 else ["gpt", "llama"]
+    configs = {"gpt": "configs/gpt-fortunes.yaml", "llama": "configs/llama-fortunes.yaml"}
+    os.makedirs(os.path.join(ROOT, "runs", "bench"), exist_ok=True)
+    summary = []
+    for model in models:
+        config = configs[model]
+        for world in worlds:
+            profile = f"runs/bench/profile-{model}-w{world}.yaml"
+            print(run(["mpirun", "-np", str(world), TRIAX, "calibrate", config, "--out", profile])
+                  .strip().splitlines()[0], flush=True)
+            plan = list(csv.DictReader(io.StringIO(run(
+                [TRIAX, "plan", config, "--world", str(world), "--profile", profile, "--csv"]))))
+            picked = sample(plan, count, 3)
+            measured = {i: [] for i in picked}
+            peaks = {}
+            for _ in range(rounds):
+                for i in picked:
+                    out = run(["mpirun", "-np", str(world), BENCH, config]
+                              + plan[i]["overrides"].split())
+                    fields = dict(f.split("=") for f in out.strip().splitlines()[-1].split())
+                    measured[i].append(float(fields["step_s"]))
+                    peaks[i] = [float(x) for x in fields["pp_peak_bytes"].split(";")]
+            print(f"\n{model}, world {world}: {len(plan)} valid layouts, {len(picked)} measured "
+                  f"({rounds} round(s), medians)")
+            print(f"{'rank':>5}  {'layout':<42} {'pred ms':>8} {'meas ms':>8} {'err':>7}  "
+                  f"{'pred MiB':>9} {'meas MiB':>9} {'err':>7}")
+            pred_t, meas_t, time_err, mem_err = [], [], [], []
+            for i in picked:
+                row = plan[i]
+                p = float(row["step_s"])
+                m = sorted(measured[i])[len(measured[i]) // 2]
+                pm = [float(x) for x in row["rank_bytes"].split(";")]
+                mm = peaks[i]
+                errs = [abs(a - b) / b for a, b in zip(pm, mm)]
+                mem_err += errs
+                worst = max(range(len(pm)), key=lambda k: errs[k])
+                pred_t.append(p)
+                meas_t.append(m)
+                time_err.append(abs(p - m) / m)
+                print(f"{row['rank']:>5}  {row['layout']:<42} {p * 1e3:8.2f} {m * 1e3:8.2f} "
+                      f"{(p - m) / m * 100:+6.1f}%  {pm[worst] / 2**20:9.1f} "
+                      f"{mm[worst] / 2**20:9.1f} {(pm[worst] - mm[worst]) / mm[worst] * 100:+6.1f}%")
+            mape = 100 * sum(time_err) / len(time_err)
+            mae = 100 * sum(mem_err) / len(mem_err)
+            rho = spearman(pred_t, meas_t)
+            best = min(meas_t)
+            first = meas_t[0]  # picked[0] is the planner's first choice
+            summary.append((model, world, len(picked), mape, mae, rho, (first - best) / best * 100))
+            print(f"  step time MAPE {mape:.1f}% (goal <= 10%); memory MAE {mae:.1f}% of measured "
+                  f"(goal <= 5%); Spearman {rho:.2f} (goal >= 0.9 at world 4 and 8); the "
+                  f"planner's choice measured {first * 1e3:.2f} ms vs the fastest measured "
+                  f"{best * 1e3:.2f} ms: {(first - best) / best * 100:+.1f}% (goal <= 5%)",
+                  flush=True)
+    print("\nsummary (one node, this machine):")
+    print(f"{'model':<6} {'world':>5} {'rows':>4} {'time MAPE':>10} {'mem MAE':>8} "
+          f"{'Spearman':>9} {'choice vs best':>15}")
+    for model, world, n, mape, mae, rho, gap in summary:
+        print(f"{model:<6} {world:>5} {n:>4} {mape:9.1f}% {mae:7.1f}% {rho:9.2f} {gap:+14.1f}%")
+    print("goals: time MAPE <= 10%, memory MAE <= 5%, Spearman >= 0.9 (world 4, 8), "
+          "choice within 5% of the fastest")
+
+
+if __name__ == "__main__":
+    main()
