@@ -42,11 +42,12 @@ std::vector<double> slowest(Communicator& world, const std::vector<double>& mine
 // milliseconds) averages out as it does over a training step; the same on every rank (a tp
 // group's collectives must match), so the largest.
 int repetitions(Communicator& world, double once, double window) {
-  const double wanted = std::min(200.0, std::max(3.0, std::ceil(window / std::max(once, 1e-7))));
+  const double wanted = std::min(200.0, std::max(1.0, std::ceil(window / std::max(once, 1e-7))));
   return static_cast<int>(slowest(world, {wanted})[0]);
 }
 
 constexpr double kWindow = 0.04;  // seconds per measured figure
+constexpr int kWindows = 3;       // each figure: the median of this many windows
 
 struct StageTimes {
   double forward = 0, backward = 0;
@@ -81,12 +82,18 @@ StageTimes time_stage(Communicator& world, ModelChunk& chunk, const ModelSpec& s
     sum->backward += seconds_since(back);
   };
   StageTimes once;
-  run(&once);  // warm-up, and the measure of how many repetitions fill the window
-  const int n = repetitions(world, once.forward + once.backward, kWindow);
-  world.barrier();
-  StageTimes sum;
-  for (int i = 0; i < n; ++i) run(&sum);
-  return {sum.forward / n, sum.backward / n};
+  run(&once);  // warm-up, and the measure of how many repetitions fill a window
+  const int n = repetitions(world, once.forward + once.backward, kWindow / kWindows);
+  // The median of a few windows: one that another process interrupted does not count.
+  std::vector<double> forward, backward;
+  for (int w = 0; w < kWindows; ++w) {
+    world.barrier();
+    StageTimes sum;
+    for (int i = 0; i < n; ++i) run(&sum);
+    forward.push_back(sum.forward / n);
+    backward.push_back(sum.backward / n);
+  }
+  return {median(forward), median(backward)};
 }
 
 // W's share of the middle stage's backward, run split (schedules/split_backward.h).
@@ -113,11 +120,15 @@ double weight_share(Communicator& world, ModelChunk& chunk, const ModelSpec& spe
   };
   double i_once = 0, w_once = 0;
   run(&i_once, &w_once);
-  const int n = repetitions(world, i_once + w_once, kWindow / 2);
-  world.barrier();
-  double i_sum = 0, w_sum = 0;
-  for (int k = 0; k < n; ++k) run(&i_sum, &w_sum);
-  return w_sum / std::max(1e-12, i_sum + w_sum);
+  const int n = repetitions(world, i_once + w_once, kWindow / 2 / kWindows);
+  std::vector<double> shares;
+  for (int w = 0; w < kWindows; ++w) {
+    world.barrier();
+    double i_sum = 0, w_sum = 0;
+    for (int k = 0; k < n; ++k) run(&i_sum, &w_sum);
+    shares.push_back(w_sum / std::max(1e-12, i_sum + w_sum));
+  }
+  return median(shares);
 }
 
 std::vector<ComputeTiming> calibrate_compute(const Config& config, Communicator& world,
@@ -217,11 +228,15 @@ double time_collective(Communicator& world, Communicator& group, Collective op, 
   };
   auto start = Clock::now();
   run();
-  const int reps = repetitions(world, seconds_since(start), kWindow / 2);
-  world.barrier();
-  start = Clock::now();
-  for (int i = 0; i < reps; ++i) run();
-  const double t = seconds_since(start) / reps;
+  const int reps = repetitions(world, seconds_since(start), kWindow / 2 / kWindows);
+  std::vector<double> times;
+  for (int w = 0; w < kWindows; ++w) {
+    world.barrier();
+    start = Clock::now();
+    for (int i = 0; i < reps; ++i) run();
+    times.push_back(seconds_since(start) / reps);
+  }
+  const double t = median(times);
   return op == Collective::kSendRecv ? t / 2 : t;  // one way: half the round trip
 }
 
@@ -277,6 +292,54 @@ double calibrate_optimizer(const Config& config, Communicator& world, int repeat
   return slowest(world, {median(times) / kParameters})[0];
 }
 
+// The share of a core that a rank waiting for a message still takes on an oversubscribed node
+// (it polls, yielding between tests: parallel/comm/polled_work.h). All ranks compute a fixed
+// amount of work; then half of each node's ranks compute it while their partners wait for a
+// message from them. With n ranks on c < n cores the computing ranks speed up by
+// s = min(1, c / (n/2 (1 + w))) / (c / n), so w = 2 / s - 1 (where the cap is not reached).
+double calibrate_wait_share(Communicator& world, const NodeTopology& nodes) {
+  const int per_node = static_cast<int>(nodes.ranks_on(0).size());
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (per_node <= cores || per_node < 2) return 1.0;  // no core is shared: it does not matter
+  const int rank = world.rank();
+  const int local = nodes.local_rank_of(rank);
+  const bool waits = local % 2 == 1;
+  const bool computes_for_partner = !waits && local + 1 < per_node;
+  const torch::Tensor a = torch::randn({192, 192});
+  const auto work = [&](int n) {
+    torch::Tensor x = a;
+    for (int i = 0; i < n; ++i) x = torch::tanh(torch::mm(x, a) * 1e-2);
+    return x.sum().item<double>();
+  };
+  auto start = Clock::now();
+  work(4);
+  const int n = static_cast<int>(
+      slowest(world, {std::ceil(0.15 / std::max(1e-6, seconds_since(start) / 4))})[0]);
+  std::vector<double> all, half;
+  for (int round = 0; round < 3; ++round) {
+    world.barrier();
+    start = Clock::now();
+    work(n);
+    all.push_back(seconds_since(start));
+    world.barrier();
+    torch::Tensor token = torch::zeros({1});
+    start = Clock::now();
+    if (waits) {
+      world.recv(token, rank - 1);
+    } else {
+      work(n);
+      if (computes_for_partner) world.send(token, rank + 1);
+    }
+    half.push_back(seconds_since(start));
+  }
+  // The speed-up of the computing ranks, averaged over them.
+  torch::Tensor t =
+      torch::tensor({waits ? 0.0 : median(all) / median(half), waits ? 0.0 : 1.0}, torch::kDouble);
+  world.all_reduce(t, ReduceOp::kSum);
+  const double speedup = t[0].item<double>() / std::max(1.0, t[1].item<double>());
+  return std::clamp(2.0 / std::max(speedup, 1e-6) - 1.0, 0.0, 1.0);
+}
+
 double calibrate_overhead(Communicator& world, int repeats) {
   std::vector<double> times;
   torch::Tensor scalar = torch::zeros({1}, torch::kDouble);
@@ -292,14 +355,17 @@ double calibrate_overhead(Communicator& world, int repeats) {
 
 }  // namespace
 
-Profile calibrate(const Config& config, Communicator& world, const NodeTopology& nodes,
-                  const CalibrateOptions& options) {
-  const ModelSpec& spec = model_spec(config.model.arch);
-  if (!spec.pipelined) {
+void check_calibration(const Config& config) {
+  if (!model_spec(config.model.arch).pipelined) {
     throw ConfigError(str("model.arch: ", choice_name(config.model.arch),
                           " runs data-parallel only, so there is no layout to plan (valid: gpt, "
                           "llama)"));
   }
+}
+
+Profile calibrate(const Config& config, Communicator& world, const NodeTopology& nodes,
+                  const CalibrateOptions& options) {
+  check_calibration(config);
   if (!nodes.uniform()) {
     throw ConfigError(
         str("calibrate needs the same number of ranks on every node (", nodes.summary(), ")"));
@@ -321,6 +387,7 @@ Profile calibrate(const Config& config, Communicator& world, const NodeTopology&
   p.links = calibrate_links(world, nodes);
   p.optimizer_per_parameter = calibrate_optimizer(config, world, options.repeats);
   p.step_overhead = calibrate_overhead(world, options.repeats);
+  p.wait_share = calibrate_wait_share(world, nodes);
   return p;
 }
 

@@ -47,6 +47,14 @@ LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const 
   const std::vector<Candidate> candidates =
       enumerate_candidates(config, request.world, request.nodes, request.constraints);
   plan.candidates = static_cast<int>(candidates.size());
+  if (candidates.empty()) {
+    throw ConfigError(
+        str("no layout of ", request.world, " ranks",
+            request.constraints.reason.empty() ? " is valid for this model and global batch"
+                                               : " keeps " + request.constraints.reason,
+            " (valid: a world size that tp x pp divides and whose dp divides train.global_batch ",
+            config.train.global_batch, ")"));
+  }
   const double units =
       static_cast<double>(config.train.global_batch * spec.units_per_sample(config.model));
   for (const Candidate& c : candidates) {
@@ -164,11 +172,11 @@ LayoutChoice choose_layout(const Config& config, int world, int nodes,
   const PlanRow& best = plan.rows.front();
   LayoutChoice choice;
   choice.config = best.candidate.applied(config);
-  choice.message =
-      str("parallel: auto chose ", best.candidate.describe(), " (",
-          fixed(best.prediction.step_seconds * 1e3, 2), " ms per step predicted, ",
-          fixed(mib(best.prediction.peak_bytes), 1), " MiB of tensors per rank; ", plan.rows.size(),
-          " layouts ranked", constraints.reason.empty() ? "" : "; " + constraints.reason, ")");
+  choice.message = str("parallel: auto chose ", best.candidate.describe(), " (",
+                       fixed(best.prediction.step_seconds * 1e3, 2), " ms per step predicted, ",
+                       fixed(mib(best.prediction.peak_bytes), 1), " MiB of tensors per rank; ",
+                       plan.rows.size(), " layouts ranked",
+                       constraints.reason.empty() ? "" : "; keeps " + constraints.reason, ")");
   if (plan.rows.size() > 1) {
     const PlanRow& second = plan.rows[1];
     choice.message += str("; runner-up ", second.candidate.describe(), " (",

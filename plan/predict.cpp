@@ -91,12 +91,16 @@ Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profi
         profile.link(Collective::kSendRecv, 2, topology.link_of(pp_group)).time(activation_bytes);
   }
   // Every dp x tp replica of the pipeline runs the same schedule at once: k pipeline ranks
-  // computing are k x replicas ranks on the node's cores.
+  // computing are k x replicas ranks on the node's cores, and the p - k waiting still take
+  // wait_share of a core each (they poll for their message).
   const double replicas = std::max(1.0, static_cast<double>(per_node) / p);
   const double cores = profile.cores_per_node;
+  const double waiting = profile.wait_share;
   const SimulationResult sim =
       shared ? simulate_shared(schedule, costs,
-                               [&](int k) { return std::min(1.0, cores / (k * replicas)); })
+                               [&](int k) {
+                                 return std::min(1.0, cores / ((k + waiting * (p - k)) * replicas));
+                               })
              : simulate(schedule, costs);
   out.compute = *std::max_element(sim.busy.begin(), sim.busy.end());
   out.bubble = sim.makespan - out.compute;

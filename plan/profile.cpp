@@ -265,6 +265,7 @@ std::string Profile::to_yaml() const {
   out << YAML::Key << "optimizer_per_parameter" << YAML::Value << optimizer_per_parameter;
   out << YAML::Key << "step_overhead" << YAML::Value << step_overhead;
   out << YAML::Key << "base_bytes" << YAML::Value << base_bytes;
+  out << YAML::Key << "wait_share" << YAML::Value << wait_share;
   out << YAML::Key << "compute" << YAML::Value << YAML::BeginSeq;
   for (const ComputeTiming& t : compute) {
     out << YAML::Flow << YAML::BeginMap;

@@ -12,6 +12,7 @@
 //   links     α–β fits, time = α + β·bytes, per collective, group size and link class (inside
 //             a node, across nodes)
 //   optimizer seconds per parameter of one optimizer step (clipping, update)
+//   waiting   on an oversubscribed CPU node, the share of a core a waiting rank still takes
 // Profiles are for one model shape: model_key() names it, and the planner refuses to use a
 // profile calibrated for another shape (a layer's time depends on hidden, heads, sequence...).
 #pragma once
@@ -66,6 +67,9 @@ struct Profile {
   double optimizer_per_parameter = 0;  ///< seconds per parameter on the rank
   double step_overhead = 0;            ///< seconds per step outside the model (loss sync, ...)
   double base_bytes = 0;  ///< a rank's resident memory before its model (libraries, MPI)
+  /// On a node with more ranks than cores: the share of a core a rank waiting for a message
+  /// still takes (it polls, yielding between tests), 0 .. 1, measured; 1 where not measured.
+  double wait_share = 1;
   /// Figures from the FLOP count, not measured: layer times exclude tp collectives (the
   /// prediction adds them from the links) and do not depend on ranks per node.
   bool nominal = false;

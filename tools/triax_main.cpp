@@ -372,6 +372,7 @@ int run_calibrate(const CliArgs& args, int* argc, char*** argv) {
     log::set_prefix(str("[rank ", launch.rank, "]"));
     log::set_is_root(launch.rank == 0);
     config = load_config(args.config_path, args.overrides);
+    check_calibration(config);
     backend = resolve_backend(config.comm.backend, launch);
   } catch (const ConfigError& e) {
     log::error(e.what());
