@@ -12,29 +12,20 @@
 #include "core/error.h"
 #include "core/peak_memory.h"
 #include "core/strings.h"
+#include "core/timing.h"
 #include "models/model_spec.h"
+#include "plan/candidate.h"
 #include "schedules/split_backward.h"
 #include "train/optim/optimizer.h"
 
 namespace triax {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+using Clock = SteadyClock;
 
 // The slowest rank's figures (a step waits for it).
 std::vector<double> slowest(Communicator& world, const std::vector<double>& mine) {
-  torch::Tensor t = torch::tensor(mine, torch::kDouble);
-  world.all_reduce(t, ReduceOp::kMax);
-  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+  return world.max_over_ranks(mine);
 }
 
 // Repetitions for a measurement whose one run took `once` seconds: enough for `window`
@@ -148,14 +139,11 @@ std::vector<ComputeTiming> calibrate_compute(const Config& config, Communicator&
         if (sp && tp == 1) continue;
         for (int64_t b = 1; b <= std::min(options.max_micro_batch, config.train.global_batch);
              b *= 2) {
-          Config c = config;
+          Candidate shape;  // three one-layer stages of this tp, micro-batch and mode
+          shape.tp = tp, shape.pp = 3, shape.micro_batch = b;
+          shape.recompute = mode, shape.sequence = sp;
+          Config c = shape.applied(config);
           c.model.layers = 3;
-          c.parallel.tensor = tp;
-          c.parallel.pipeline = 3;
-          c.parallel.sequence = sp;
-          c.train.micro_batch = b;
-          c.train.recompute = mode;
-          c.train.recompute_layers = 0;
           const std::vector<std::pair<int64_t, int64_t>> stages = {{0, 1}, {1, 2}, {2, 3}};
           torch::manual_seed(static_cast<uint64_t>(b));
           const torch::Tensor tokens =

@@ -34,6 +34,7 @@ LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const 
   const ModelSpec& spec = model_spec(config.model.arch);
   LayoutPlan plan;
   plan.profile_source = profile.source;
+  plan.base_bytes = profile.base_bytes;
   const PlanTopology topology{request.world, request.nodes};
   if (topology.per_node() != profile.ranks_per_node) {
     plan.notes.push_back(
@@ -78,13 +79,14 @@ LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const 
     return a.candidate.describe() < b.candidate.describe();
   });
   if (plan.rows.empty()) {
-    throw ConfigError(str("no layout of ", config.model.layers, " layers on ", request.world,
-                          " ranks fits in ", fixed(mib(request.memory_per_rank), 0),
-                          " MiB per rank (", plan.candidates, " valid layouts, all too big",
-                          request.constraints.reason.empty() ? "" : "; ",
-                          request.constraints.reason,
-                          ") (valid: more memory per rank, more ranks, or a smaller "
-                          "train.global_batch)"));
+    throw ConfigError(
+        str("no layout of ", config.model.layers, " layers on ", request.world, " ranks fits in ",
+            fixed(mib(request.memory_per_rank), 0), " MiB per rank (", plan.candidates,
+            " valid layouts, all too big; a rank's process holds ",
+            fixed(mib(profile.base_bytes), 0), " MiB besides its tensors",
+            request.constraints.reason.empty() ? "" : "; ", request.constraints.reason,
+            ") (valid: more memory per rank, more ranks, or a smaller "
+            "train.global_batch)"));
   }
   return plan;
 }
@@ -112,17 +114,24 @@ std::string LayoutPlan::table(const Config& config, const PlanRequest& request, 
     const PlanRow& row = rows[i];
     const Prediction& p = row.prediction;
     const double ms = 1e3;
+    // Memory is a reason too: how close the fullest rank comes to the limit.
+    std::string bound = p.bound();
+    if (request.memory_per_rank > 0) {
+      bound += str(", memory ",
+                   fixed(100 * (p.peak_bytes + base_bytes) / request.memory_per_rank, 0), "%");
+    }
     std::snprintf(line, sizeof line, "%4zu  %-42s %9.2f %10.0f %7.2f %7.2f %7.2f %7.2f %9.1f  %s\n",
                   i + 1, row.candidate.describe().c_str(), p.step_seconds * ms,
                   row.tokens_per_second, p.compute * ms, p.bubble * ms,
                   (p.dp_comm + p.tp_cross) * ms, p.optimizer * ms, mib(p.peak_bytes),
-                  p.bound().c_str());
+                  bound.c_str());
     text += line;
   }
   if (shown < rows.size()) text += str("  ... ", rows.size() - shown, " more (--top 0: all)\n");
   text +=
       "  (ms per step; compute: the busiest rank's forward and backward; bubble: pipeline "
-      "idle on it; comm: gradient sync; peak: tensor bytes of the fullest rank)\n";
+      "idle on it; comm: gradient sync; peak: tensor bytes of the fullest rank; bound: the "
+      "largest part and, with a limit, the fullest rank's share of it, its process included)\n";
   return text;
 }
 

@@ -36,6 +36,7 @@ struct LayoutPlan {
   int candidates = 0;         ///< valid candidates before the memory limit
   int too_big = 0;            ///< dropped by the memory limit
   std::string profile_source;
+  double base_bytes = 0;  ///< the profile's process base, added to each row's peak for the limit
   std::vector<std::string> notes;  ///< what the prediction assumed (scaling, nominal links)
 
   /// The ranked table: the first `top` rows (0 = all), each with its reason.

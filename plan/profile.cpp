@@ -72,9 +72,9 @@ ComputeTiming Profile::timing(int tp, int64_t micro_batch, Recompute recompute,
     if (distance < best_distance) best_distance = distance, best_tp = row.tp;
   }
   if (best_tp < 0) {
-    throw Error(str("profile ", source, " has no compute timing for recompute ",
-                    choice_name(recompute), sp ? " with sequence parallelism" : "",
-                    " (run triax calibrate again)"));
+    throw ConfigError(str("profile ", source, " has no compute timing for recompute ",
+                          choice_name(recompute), sp ? " with sequence parallelism" : "",
+                          " (run triax calibrate again)"));
   }
   std::vector<const ComputeTiming*> rows;
   for (const ComputeTiming& row : compute) {

@@ -85,13 +85,24 @@ double SimulationCosts::cost(ActionKind kind, int rank) const {
   }
 }
 
-SimulationResult simulate(const Schedule& s, const SimulationCosts& costs) {
+namespace {
+
+// A result with room for every rank's figures and every action's timing.
+SimulationResult sized_result(const Schedule& s) {
   const size_t p = s.ranks.size();
   SimulationResult result;
   result.peak_activations.assign(p, 0);
   result.busy.assign(p, 0.0);
   result.timings.resize(p);
   for (size_t r = 0; r < p; ++r) result.timings[r].resize(s.ranks[r].size());
+  return result;
+}
+
+}  // namespace
+
+SimulationResult simulate(const Schedule& s, const SimulationCosts& costs) {
+  const size_t p = s.ranks.size();
+  SimulationResult result = sized_result(s);
   std::vector<size_t> next(p, 0);
   std::vector<double> clock(p, 0.0);
   std::vector<int> live(p, 0);
@@ -150,11 +161,7 @@ SimulationResult simulate(const Schedule& s, const SimulationCosts& costs) {
 SimulationResult simulate_shared(const Schedule& s, const SimulationCosts& costs,
                                  const std::function<double(int)>& rate) {
   const size_t p = s.ranks.size();
-  SimulationResult result;
-  result.peak_activations.assign(p, 0);
-  result.busy.assign(p, 0.0);
-  result.timings.resize(p);
-  for (size_t r = 0; r < p; ++r) result.timings[r].resize(s.ranks[r].size());
+  SimulationResult result = sized_result(s);
   std::vector<size_t> next(p, 0);
   std::vector<double> remaining(p, -1.0);  // work left of the running compute action; -1: none
   std::vector<int> live(p, 0);

@@ -57,6 +57,12 @@ const char* reduce_op_name(ReduceOp op) {
   return "unknown";
 }
 
+std::vector<double> Communicator::max_over_ranks(const std::vector<double>& mine) {
+  torch::Tensor t = torch::tensor(mine, torch::kDouble);
+  all_reduce(t, ReduceOp::kMax);
+  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+}
+
 torch::Tensor Communicator::all_gather(const torch::Tensor& input) {
   TRIAX_CHECK(input.dim() >= 1, "all_gather needs a tensor of at least one dimension");
   std::vector<int64_t> shape = input.sizes().vec();

@@ -65,6 +65,8 @@ class Communicator {
     all_reduce_async(std::move(tensor), op)->wait();
   }
   torch::Tensor all_gather(const torch::Tensor& input);
+  /// Each entry's largest value over the ranks (a measured time is its slowest rank's).
+  std::vector<double> max_over_ranks(const std::vector<double>& mine);
   torch::Tensor reduce_scatter(const torch::Tensor& input, ReduceOp op = ReduceOp::kSum);
   void broadcast(torch::Tensor tensor, int root) {
     broadcast_async(std::move(tensor), root)->wait();

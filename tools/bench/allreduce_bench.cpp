@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/launch_env.h"
+#include "core/timing.h"
 #include "models/gpt_spec.h"
 #include "parallel/comm/hierarchical_communicator.h"
 #include "parallel/comm/world.h"
@@ -34,23 +35,7 @@ using namespace triax;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-// Per entry, the largest value over ranks (a collective's time is its slowest rank's).
-std::vector<double> slowest(Communicator& world, const std::vector<double>& mine) {
-  torch::Tensor t = torch::tensor(mine, torch::kDouble);
-  world.all_reduce(t, ReduceOp::kMax);
-  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
-}
+using Clock = SteadyClock;
 
 struct Link {
   double alpha = 0;  // s
@@ -215,10 +200,10 @@ int main(int argc, char** argv) {
     flat.all_reduce(bf16_grads, ReduceOp::kSum);
     if (r >= 2) bf16_times.push_back(seconds_since(start));
   }
-  const double flat_ar = median(slowest(*world, flat_times));
-  const double hier_ar = median(slowest(*world, hier_times));
-  const double leader_ar = median(slowest(*world, leader_times));
-  const double bf16_ar = median(slowest(*world, bf16_times));
+  const double flat_ar = median(world->max_over_ranks(flat_times));
+  const double hier_ar = median(world->max_over_ranks(hier_times));
+  const double leader_ar = median(world->max_over_ranks(leader_times));
+  const double bf16_ar = median(world->max_over_ranks(bf16_times));
   const Prediction model = predict(world->backend(), intra, inter, n, local, nodes.num_nodes());
 
   // The trainer's step with each, alternating; compute = step minus exposed DDP wait.
@@ -240,10 +225,10 @@ int main(int argc, char** argv) {
       }
     }
   }
-  const double flat_step = median(slowest(*world, flat_steps));
-  const double hier_step = median(slowest(*world, hier_steps));
-  const double bf16_step = median(slowest(*world, bf16_steps));
-  const double compute_step = median(slowest(*world, compute));
+  const double flat_step = median(world->max_over_ranks(flat_steps));
+  const double hier_step = median(world->max_over_ranks(hier_steps));
+  const double bf16_step = median(world->max_over_ranks(bf16_steps));
+  const double compute_step = median(world->max_over_ranks(compute));
   const double tokens = static_cast<double>(config.train.global_batch * config.model.seq_len);
   if (!root) return 0;
   std::printf("%s backend, %s; gradient %.2f MiB (%lld floats)\n", world->backend().c_str(),

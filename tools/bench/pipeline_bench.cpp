@@ -22,6 +22,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/heap_reuse.h"
+#include "core/timing.h"
 #include "models/gpt_spec.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/comm/mpi_runtime.h"
@@ -46,11 +47,6 @@ struct Row {
   std::vector<int64_t> peak_bytes;
   PipelineTrace trace;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 // Mean time of each compute kind on each rank in the trace (seconds), for the simulator.
 SimulationCosts measured_costs(const PipelineTrace& trace) {

@@ -23,6 +23,20 @@ TRIAX = os.path.join(ROOT, "build", "triax")
 BENCH = os.path.join(ROOT, "build", "triax_bench_plan")
 
 
+# PLAN_NODES=K (set by plan_accuracy.sh --nodes): ranks on K namespace nodes
+# (tools/cluster/ns-cluster.sh), launched by mpiexec over ssh into them; plans say --nodes K.
+NODES = int(os.environ.get("PLAN_NODES", "1"))
+CLUSTER = os.path.join(ROOT, "tools", "cluster", "ns-cluster.sh")
+
+
+def mpirun(world, cmd):
+    if NODES == 1:
+        return ["mpirun", "-np", str(world)] + cmd
+    hosts = ",".join(f"n{k + 1}:{world // NODES}" for k in range(NODES))
+    return [CLUSTER, "on", "n1", "mpiexec", "-hosts", hosts, "-launcher", "ssh",
+            "-launcher-exec", os.path.join(ROOT, "tools", "cluster", "node-ssh")] + cmd
+
+
 def run(cmd):
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
@@ -75,22 +89,25 @@ def main():
     for model in models:
         config = configs[model]
         for world in worlds:
-            profile = f"runs/bench/profile-{model}-w{world}.yaml"
-            print(run(["mpirun", "-np", str(world), TRIAX, "calibrate", config, "--out", profile])
+            profile = f"runs/bench/profile-{model}-w{world}-n{NODES}.yaml"
+            profile = os.path.join(ROOT, profile)
+            print(run(mpirun(world, [TRIAX, "calibrate", os.path.join(ROOT, config), "--out",
+                                     profile]))
                   .strip().splitlines()[0], flush=True)
             plan = list(csv.DictReader(io.StringIO(run(
-                [TRIAX, "plan", config, "--world", str(world), "--profile", profile, "--csv"]))))
+                [TRIAX, "plan", config, "--world", str(world), "--nodes", str(NODES),
+                 "--profile", profile, "--csv"]))))
             picked = sample(plan, count, 3)
             measured = {i: [] for i in picked}
             peaks = {}
             for _ in range(rounds):
                 for i in picked:
-                    out = run(["mpirun", "-np", str(world), BENCH, config]
-                              + plan[i]["overrides"].split())
+                    out = run(mpirun(world, [BENCH, os.path.join(ROOT, config)]
+                                     + plan[i]["overrides"].split()))
                     fields = dict(f.split("=") for f in out.strip().splitlines()[-1].split())
                     measured[i].append(float(fields["step_s"]))
                     peaks[i] = [float(x) for x in fields["pp_peak_bytes"].split(";")]
-            print(f"\n{model}, world {world}: {len(plan)} valid layouts, {len(picked)} measured "
+            print(f"\n{model}, world {world} on {NODES} node(s): {len(plan)} valid layouts, {len(picked)} measured "
                   f"({rounds} round(s), medians)")
             print(f"{'rank':>5}  {'layout':<42} {'pred ms':>8} {'meas ms':>8} {'err':>7}  "
                   f"{'pred MiB':>9} {'meas MiB':>9} {'err':>7}")
@@ -121,7 +138,7 @@ def main():
                   f"planner's choice measured {first * 1e3:.2f} ms vs the fastest measured "
                   f"{best * 1e3:.2f} ms: {(first - best) / best * 100:+.1f}% (goal <= 5%)",
                   flush=True)
-    print("\nsummary (one node, this machine):")
+    print(f"\nsummary ({NODES} node(s){', link ' + os.environ['PLAN_SHAPE'] if os.environ.get('PLAN_SHAPE') else ''}, this machine):")
     print(f"{'model':<6} {'world':>5} {'rows':>4} {'time MAPE':>10} {'mem MAE':>8} "
           f"{'Spearman':>9} {'choice vs best':>15}")
     for model, world, n, mape, mae, rho, gap in summary:

@@ -19,6 +19,7 @@
 
 #include "core/heap_reuse.h"
 #include "core/op_profile.h"
+#include "core/timing.h"
 #include "models/gpt_spec.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/comm/mpi_runtime.h"
@@ -41,11 +42,6 @@ Config comparison_model() {
   config.train.lr = 1e-3;
   config.train.threads = 1;
   return config;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 }  // namespace
