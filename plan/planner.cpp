@@ -36,7 +36,7 @@ LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const 
   plan.profile_source = profile.source;
   plan.base_bytes = profile.base_bytes;
   const PlanTopology topology{request.world, request.nodes};
-  if (topology.per_node() != profile.ranks_per_node) {
+  if (!profile.nominal && topology.per_node() != profile.ranks_per_node) {
     plan.notes.push_back(
         str("compute times scaled by ", topology.per_node(), "/", profile.ranks_per_node,
             " (ranks per node planned / calibrated: they share the node's cores)"));

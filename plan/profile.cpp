@@ -158,6 +158,10 @@ std::string model_key(const Config& c) {
 }
 
 Profile nominal_profile(const Config& config, double flops_per_second) {
+  if (flops_per_second <= 0) {
+    // A device's datasheet peak when the configuration names one, at a typical 40% of it.
+    flops_per_second = config.run.peak_tflops > 0 ? 0.4e12 * config.run.peak_tflops : 20e9;
+  }
   Profile p;
   p.model = model_key(config);
   p.source = str("nominal (", flops_per_second / 1e9,

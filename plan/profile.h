@@ -96,8 +96,9 @@ struct Profile {
 /// The model's shape, as far as it decides a layer's time: "gpt h128 a4 kv4 s64 V256 fp32".
 std::string model_key(const Config& config);
 
-/// Figures from the FLOP count (`flops_per_second` per rank) and nominal links (shared memory:
-/// 5 µs, 5 GB/s; network: 50 µs, 1 GB/s), for planning without a calibration.
-Profile nominal_profile(const Config& config, double flops_per_second = 20e9);
+/// Figures from the FLOP count (`flops_per_second` per rank; 0: 40% of run.peak_tflops when set,
+/// else 20 GFLOP/s, a CPU core's fp32 matmul) and nominal links (shared memory: 5 µs, 5 GB/s;
+/// network: 50 µs, 1 GB/s), for planning without a calibration.
+Profile nominal_profile(const Config& config, double flops_per_second = 0);
 
 }  // namespace triax

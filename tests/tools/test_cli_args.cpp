@@ -55,3 +55,35 @@ TEST_CASE("reshard, export and import name what they need", "[cli]") {
   CHECK_THROWS_WITH(parse_cli_args({"export", "ckpt"}), Contains("--out FULL_MODEL.safetensors"));
   CHECK(parse_cli_args({"train", "c.yaml", "--resume", "latest"}).resume == "latest");
 }
+
+TEST_CASE("plan and calibrate", "[cli]") {
+  const auto plan =
+      parse_cli_args({"plan", "c.yaml", "--world", "64", "--nodes", "8", "--memory-per-rank",
+                      "8GiB", "--profile", "p.yaml", "--top", "0", "--csv"});
+  CHECK(plan.command == "plan");
+  CHECK(plan.config_path == "c.yaml");
+  CHECK(plan.world == 64);
+  CHECK(plan.nodes == 8);
+  CHECK(plan.memory_per_rank == 8.0 * 1024 * 1024 * 1024);
+  CHECK(plan.profile == "p.yaml");
+  CHECK(plan.top == 0);
+  CHECK(plan.csv);
+  CHECK(plan.rank == -1);
+  CHECK(parse_cli_args({"plan", "c.yaml", "--world", "4", "--memory-per-rank", "1500"})
+            .memory_per_rank == 1500);
+  CHECK(parse_cli_args({"plan", "c.yaml", "--world", "4", "--memory-per-rank", "512M"})
+            .memory_per_rank == 512.0 * 1024 * 1024);
+  const auto dry = parse_cli_args({"plan", "c.yaml", "--world", "1024", "--rank", "0", "--groups"});
+  CHECK(dry.rank == 0);
+  CHECK(dry.groups);
+  CHECK_THROWS_WITH(parse_cli_args({"plan", "c.yaml"}), Contains("needs --world N"));
+  CHECK_THROWS_WITH(parse_cli_args({"plan", "c.yaml", "--world", "4", "--rank", "4"}),
+                    Contains("--rank 4: not a rank of --world 4 (valid: 0 .. 3)"));
+  CHECK_THROWS_WITH(parse_cli_args({"plan", "c.yaml", "--world", "4", "--memory-per-rank", "8TB"}),
+                    Contains("'8TB' is not a size"));
+  CHECK_THROWS_WITH(parse_cli_args({"plan", "--world", "4"}), Contains("needs a CONFIG file"));
+  const auto calibrate = parse_cli_args({"calibrate", "c.yaml", "--out", "p.yaml"});
+  CHECK(calibrate.command == "calibrate");
+  CHECK(calibrate.out == "p.yaml");
+  CHECK_THAT(triax::usage(), Contains("plan CONFIG --world N") && Contains("calibrate CONFIG"));
+}
