@@ -45,10 +45,9 @@ int main(int argc, char** argv) {
   }
   std::shared_ptr<Communicator> world = MpiCommunicator::world();
   const Config config = load_config(path, overrides);
-  const ThreadChoice threads =
-      choose_threads(config, detect_launch(process_env()), process_env(),
-                     static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
-                     cpus_available());
+  const ThreadChoice threads = choose_threads(
+      config, detect_launch(process_env()), process_env(),
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), cpus_available());
   torch::set_num_threads(threads.threads);
   const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
   ParallelContext context(world, plan.layout, local_node_key(-1), config.ddp.hierarchical);
