@@ -110,7 +110,10 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
         for (ScheduleKind k : {ScheduleKind::kGpipe, ScheduleKind::k1F1B, ScheduleKind::kZbh1}) {
           shapes.push_back({k, 1});
         }
-        shapes.push_back({ScheduleKind::kInterleaved, 2});
+        // Megatron's virtual stages: 2, 4, 8 chunks per rank while every chunk has a layer.
+        for (int v = 2; v <= 8 && pp * v <= config.model.layers; v *= 2) {
+          shapes.push_back({ScheduleKind::kInterleaved, v});
+        }
         shapes.push_back({ScheduleKind::kZbv, 2});
       }
       std::vector<Hierarchical> hier = {Hierarchical::kAuto};

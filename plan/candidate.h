@@ -19,7 +19,7 @@ namespace triax {
 
 struct Candidate {
   int dp = 1, tp = 1, pp = 1;
-  int chunks = 1;  ///< model chunks per pipeline rank
+  int chunks = 1;  ///< model chunks per pipeline rank (interleaved: 2, 4, 8; zbv: 2)
   ScheduleKind schedule = ScheduleKind::k1F1B;
   int64_t micro_batch = 1;
   int64_t microbatches = 1;  ///< per step, per dp rank

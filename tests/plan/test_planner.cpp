@@ -113,6 +113,19 @@ TEST_CASE("enumeration lists every layout the run accepts, and only those", "[pl
   CHECK(flat == 12);
 }
 
+TEST_CASE("interleaved schedules come with 2, 4 and 8 virtual stages where layers allow",
+          "[planner]") {
+  Config c = tiny();
+  c.model.layers = 16;
+  std::set<int> at2, at4;
+  for (const Candidate& k : enumerate_candidates(c, 4, 1)) {
+    if (k.schedule != ScheduleKind::kInterleaved) continue;
+    (k.pp == 2 ? at2 : at4).insert(k.chunks);
+  }
+  CHECK(at2 == std::set<int>{2, 4, 8});  // 2 x 8 = 16 layers
+  CHECK(at4 == std::set<int>{2, 4});     // 4 x 8 > 16
+}
+
 TEST_CASE("enumeration keeps a resumed checkpoint's tp, pp and placement", "[planner]") {
   PlanConstraints keep;
   keep.tp = 2, keep.pp = 2, keep.chunks = 2, keep.v_shape = 1;
