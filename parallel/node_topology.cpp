@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 
 #include "core/error.h"
 #include "core/strings.h"
@@ -51,6 +52,16 @@ bool NodeTopology::uniform() const {
     if (ranks.size() != ranks_of_node_.front().size()) return false;
   }
   return true;
+}
+
+int NodeTopology::even_share(const std::vector<int>& group) const {
+  std::map<int, int> count;  // node -> members there
+  for (int rank : group) ++count[node_of(rank)];
+  const int share = count.empty() ? 0 : count.begin()->second;
+  for (const auto& [node, n] : count) {
+    if (n != share) return 0;
+  }
+  return share;
 }
 
 std::vector<int> NodeTopology::nodes_of(const std::vector<int>& group) const {

@@ -37,6 +37,9 @@ class NodeTopology {
   /// Nodes that `group` (world ranks) touches, in node order.
   std::vector<int> nodes_of(const std::vector<int>& group) const;
   bool spans_nodes(const std::vector<int>& group) const { return nodes_of(group).size() > 1; }
+  /// The number of `group`'s ranks on each node it touches when that number is the same on all
+  /// of them, else 0 (what node-aware collectives need: ddp.hierarchical).
+  int even_share(const std::vector<int>& group) const;
   /// "n1" or "n1+n2": the nodes a group touches, for the group table.
   std::string describe(const std::vector<int>& group) const;
   /// "2 nodes: n1 ranks [0,1,2,3], n2 ranks [4,5,6,7]".

@@ -86,12 +86,8 @@ void ParallelContext::build_dp_gradients() {
   std::vector<int> node_of_member;
   for (int r : members) node_of_member.push_back(nodes_.node_of(r));
   const std::vector<int> spanned = nodes_.nodes_of(members);
-  const size_t per_node = members.size() / spanned.size();
-  bool even = members.size() % spanned.size() == 0;
-  for (int node : spanned) {
-    even = even && static_cast<size_t>(
-                       std::count(node_of_member.begin(), node_of_member.end(), node)) == per_node;
-  }
+  const int per_node = nodes_.even_share(members);  // 0: unequal
+  const bool even = per_node > 0;
   // Every rank of the dp group sees the same members and nodes, so all decide alike (and build
   // the sub-communicators together).
   bool use = false;

@@ -289,8 +289,9 @@ double calibrate_wait_share(Communicator& world, const NodeTopology& nodes) {
   const int per_node = static_cast<int>(nodes.ranks_on(0).size());
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (per_node <= cores || per_node < 2) return 1.0;  // no core is shared: it does not matter
-  const int rank = world.rank();
-  const int local = nodes.local_rank_of(rank);
+  // Pairs of ranks of one node (whatever their numbers): the second waits for the first.
+  const std::vector<int>& mates = nodes.ranks_on(nodes.node_of(world.rank()));
+  const int local = nodes.local_rank_of(world.rank());
   const bool waits = local % 2 == 1;
   const bool computes_for_partner = !waits && local + 1 < per_node;
   const torch::Tensor a = torch::randn({192, 192});
@@ -313,10 +314,10 @@ double calibrate_wait_share(Communicator& world, const NodeTopology& nodes) {
     torch::Tensor token = torch::zeros({1});
     start = Clock::now();
     if (waits) {
-      world.recv(token, rank - 1);
+      world.recv(token, mates[local - 1]);
     } else {
       work(n);
-      if (computes_for_partner) world.send(token, rank + 1);
+      if (computes_for_partner) world.send(token, mates[local + 1]);
     }
     half.push_back(seconds_since(start));
   }

@@ -4,7 +4,7 @@
 #include "core/strings.h"
 #include "models/model_spec.h"
 #include "parallel/parallel_layout.h"
-#include "train/run_plan.h"
+#include "plan/plan_topology.h"
 
 namespace triax {
 
@@ -58,21 +58,12 @@ std::vector<int> divisors(int64_t n) {
   return out;
 }
 
-// Whether the dp groups span nodes with an equal share of ranks on each (what ddp.hierarchical
-// needs), nodes being equal consecutive blocks of ranks.
-bool dp_spans_nodes_evenly(const ParallelLayout& layout, int nodes) {
-  if (nodes <= 1 || layout.dp_size() < 2) return false;
-  const int per_node = layout.world_size() / nodes;
+// Whether ddp.hierarchical is a choice: the dp groups span nodes with an equal share of at
+// least 2 ranks on each (ParallelContext's rule for `auto`).
+bool dp_spans_nodes_evenly(const ParallelLayout& layout, const PlanTopology& topology) {
+  if (layout.dp_size() < 2) return false;
   for (const auto& group : layout.groups(Axis::kDp)) {
-    std::vector<int> count(nodes, 0);
-    for (int rank : group) ++count[rank / per_node];
-    int used = 0, share = 0;
-    for (int c : count) {
-      if (c == 0) continue;
-      if (share != 0 && c != share) return false;
-      share = c, ++used;
-    }
-    if (used < 2 || share < 2) return false;
+    if (!topology.nodes.spans_nodes(group) || topology.nodes.even_share(group) < 2) return false;
   }
   return true;
 }
@@ -80,11 +71,9 @@ bool dp_spans_nodes_evenly(const ParallelLayout& layout, int nodes) {
 }  // namespace
 
 std::vector<Candidate> enumerate_candidates(const Config& config, int world, int nodes,
-                                            const PlanConstraints& constraints) {
-  if (nodes < 1 || world % nodes != 0) {
-    throw ConfigError(str("--nodes ", nodes, ": does not divide the world of ", world,
-                          " ranks (valid: a divisor of ", world, ")"));
-  }
+                                            const PlanConstraints& constraints,
+                                            std::vector<RunPlan>* plans) {
+  const PlanTopology topology(world, nodes);
   const ModelSpec& spec = model_spec(config.model.arch);
   const bool pipelined = spec.pipelined;
   std::vector<Candidate> out;
@@ -117,7 +106,8 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
         shapes.push_back({ScheduleKind::kZbv, 2});
       }
       std::vector<Hierarchical> hier = {Hierarchical::kAuto};
-      if (dp_spans_nodes_evenly(layout, nodes)) hier = {Hierarchical::kFalse, Hierarchical::kTrue};
+      if (dp_spans_nodes_evenly(layout, topology))
+        hier = {Hierarchical::kFalse, Hierarchical::kTrue};
       for (const Shape& shape : shapes) {
         if (constraints.chunks > 0 && shape.chunks != constraints.chunks) continue;
         if (constraints.v_shape >= 0 &&
@@ -139,7 +129,8 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
                   c.microbatches = per_dp / b;
                   c.recompute = r, c.zero1 = zero1, c.sequence = sp, c.hierarchical = h;
                   try {
-                    plan_run(c.applied(config), world, DataCheck::kSkip);
+                    RunPlan plan = plan_run(c.applied(config), world, DataCheck::kSkip);
+                    if (plans) plans->push_back(std::move(plan));
                   } catch (const ConfigError&) {
                     continue;  // a rule of the run refuses it (heads % tp, m % p, ...)
                   }

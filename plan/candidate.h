@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "train/run_plan.h"
 
 namespace triax {
 
@@ -47,8 +48,10 @@ struct PlanConstraints {
   std::string reason;  ///< why (printed with the plan)
 };
 
-/// Every valid candidate for `world` ranks on `nodes` nodes (ranks in equal consecutive blocks).
+/// Every valid candidate for `world` ranks on `nodes` nodes (ranks in equal consecutive blocks);
+/// with `plans`, also each candidate's RunPlan, in the same order (checking made them).
 std::vector<Candidate> enumerate_candidates(const Config& config, int world, int nodes,
-                                            const PlanConstraints& constraints = {});
+                                            const PlanConstraints& constraints = {},
+                                            std::vector<RunPlan>* plans = nullptr);
 
 }  // namespace triax

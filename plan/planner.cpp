@@ -45,8 +45,9 @@ LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const 
     plan.notes.push_back(
         "links across nodes not calibrated: nominal 50 us + 1 GB/s (calibrate on two nodes)");
   }
+  std::vector<RunPlan> runs;
   const std::vector<Candidate> candidates =
-      enumerate_candidates(config, request.world, request.nodes, request.constraints);
+      enumerate_candidates(config, request.world, request.nodes, request.constraints, &runs);
   plan.candidates = static_cast<int>(candidates.size());
   if (candidates.empty()) {
     throw ConfigError(
@@ -58,9 +59,9 @@ LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const 
   }
   const double units =
       static_cast<double>(config.train.global_batch * spec.units_per_sample(config.model));
-  for (const Candidate& c : candidates) {
-    const RunPlan run = plan_run(c.applied(config), request.world, DataCheck::kSkip);
-    PlanRow row{c, predict(run, c, profile, topology), 0};
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    PlanRow row{c, predict(runs[i], c, profile, topology), 0};
     if (request.memory_per_rank > 0 &&
         row.prediction.peak_bytes + profile.base_bytes > request.memory_per_rank) {
       ++plan.too_big;

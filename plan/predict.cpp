@@ -15,13 +15,6 @@ std::string Prediction::bound() const {
   return bubble >= comm ? "bubble" : "communication";
 }
 
-LinkClass PlanTopology::link_of(const std::vector<int>& group) const {
-  for (int rank : group) {
-    if (node_of(rank) != node_of(group.front())) return LinkClass::kNet;
-  }
-  return LinkClass::kNode;
-}
-
 namespace {
 
 struct ChunkCost {

@@ -1,4 +1,4 @@
-// defines: triax::RankMemory, triax::Prediction, triax::PlanTopology, triax::predict
+// defines: triax::RankMemory, triax::Prediction, triax::predict
 //
 // One candidate's per-rank peak memory and step time, from the run's plan (train/run_plan.h:
 // schedule, stage split, activation shapes) and a profile (plan/profile.h).
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "plan/candidate.h"
+#include "plan/plan_topology.h"
 #include "plan/profile.h"
 #include "train/run_plan.h"
 
@@ -53,16 +54,6 @@ struct Prediction {
   double peak_bytes = 0;           ///< the largest total()
   /// What bounds the step most: "compute", "bubble", "communication".
   std::string bound() const;
-};
-
-/// Nodes as equal consecutive blocks of ranks.
-struct PlanTopology {
-  int world = 1;
-  int nodes = 1;
-  int per_node() const { return world / nodes; }
-  int node_of(int rank) const { return rank / per_node(); }
-  /// kNet when `group` touches more than one node.
-  LinkClass link_of(const std::vector<int>& group) const;
 };
 
 Prediction predict(const RunPlan& plan, const Candidate& candidate, const Profile& profile,

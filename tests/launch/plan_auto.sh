@@ -15,6 +15,12 @@ shift 5
 rm -rf "$WORK"
 mkdir -p "$WORK"
 "$MPIEXEC" -n 4 "$TRIAX" calibrate "$CONFIG" "$@" --out "$WORK/profile.yaml"
+# The profile holds layer timings for tp 1, 2 and 4 (4 heads, 4 ranks), every recompute mode,
+# and the links of groups of 2 and 4 inside the node.
+for want in "tp: 1, micro_batch: 1, recompute: none" "tp: 2, micro_batch: 1, recompute: full" \
+  "tp: 4, micro_batch: 16, recompute: selective, sequence: true" "op: all_reduce, group: 4"; do
+  grep -q "$want" "$WORK/profile.yaml" || { echo "FAIL: the profile lacks '$want'"; exit 1; }
+done
 "$TRIAX" plan "$CONFIG" "$@" --world 4 --profile "$WORK/profile.yaml" --top 3 | tee "$WORK/plan.txt"
 best=$(sed -nE 's/^recommended: ([^,]*), .*/\1/p' "$WORK/plan.txt")
 [ -n "$best" ] || { echo "FAIL: no recommendation"; exit 1; }

@@ -45,3 +45,11 @@ TEST_CASE("the group table names each group's nodes", "[nodes][layout]") {
   // Without a topology (or one for another world) the table is the plain one.
   CHECK_THAT(ParallelLayout::create(8, 2, 2).table(), !Contains(" on n"));
 }
+
+TEST_CASE("a group's even share of ranks per node", "[nodes]") {
+  const NodeTopology nodes({"a", "a", "a", "a", "b", "b", "b", "b"});
+  CHECK(nodes.even_share({0, 1, 4, 5}) == 2);  // 2 on each of 2 nodes
+  CHECK(nodes.even_share({0, 4}) == 1);
+  CHECK(nodes.even_share({0, 1, 2, 4}) == 0);  // 3 and 1
+  CHECK(nodes.even_share({0, 1, 2, 3}) == 4);  // one node
+}
