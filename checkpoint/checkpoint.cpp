@@ -30,72 +30,83 @@ void prune(const std::string& root, int64_t keep) {
   }
 }
 
-// Step 2: this position's shard, written by its dp-rank 0.
-ShardRecord write_shard(const std::string& dir, ParallelContext& context, int64_t step,
-                        CheckpointContents contents) {
+}  // namespace
+
+std::string begin_checkpoint(ParallelContext& context, const Config& config, int64_t step) {
+  const std::string root = checkpoint_root(config);
+  TRIAX_CHECK(!root.empty(), "checkpoint: set checkpoint.dir or run.dir");
+  const std::string dir = root + "/" + step_folder(step);
+  if (context.rank() == 0) {
+    fs::remove_all(dir);  // an interrupted save of this step
+    fs::create_directories(dir);
+  }
+  context.world().barrier();
+  return dir;
+}
+
+ShardRecord write_checkpoint_shard(const ShardTarget& target, CheckpointContents contents) {
   SafetensorsFile shard;
   shard.tensors = std::move(contents.tensors);
   shard.metadata = {{"format", "triax-checkpoint-shard"},
-                    {"step", std::to_string(step)},
-                    {"pipeline_rank", std::to_string(context.pp_rank())},
-                    {"tensor_rank", std::to_string(context.tp_rank())}};
+                    {"step", std::to_string(target.step)},
+                    {"pipeline_rank", std::to_string(target.pipeline_rank)},
+                    {"tensor_rank", std::to_string(target.tensor_rank)}};
   ShardRecord record;
-  record.shard.file = dir + "/" + shard_name(context.pp_rank(), context.tp_rank());
-  record.shard.pipeline_rank = context.pp_rank();
-  record.shard.tensor_rank = context.tp_rank();
+  record.shard.file = target.dir + "/" + shard_name(target.pipeline_rank, target.tensor_rank);
+  record.shard.pipeline_rank = target.pipeline_rank;
+  record.shard.tensor_rank = target.tensor_rank;
+  stall_point("checkpoint-shard");
   save_safetensors(record.shard.file, shard);
-  fault_point("checkpoint-shard-written", step);
+  fault_point("checkpoint-shard-written", target.step);
   record.shard.crc32 = file_crc32(record.shard.file, &record.shard.bytes);
   record.parameters = std::move(contents.parameters);
   return record;
 }
 
-}  // namespace
+void complete_checkpoint(ParallelContext& context, const Config& config, const ShardTarget& target,
+                         const CheckpointLayout& layout, const std::string& mine) {
+  const std::vector<std::string> records = all_gather_text(context.world(), mine);
+  if (context.rank() != 0) return;
+  Manifest manifest;
+  manifest.dir = target.dir;
+  manifest.step = target.step;
+  manifest.consumed_samples = target.step * layout.global_batch;
+  manifest.tensor = context.tp_size();
+  manifest.pipeline = context.pp_size();
+  manifest.chunks_per_rank = layout.chunks_per_rank;
+  manifest.data_written_at = context.dp_size();
+  manifest.seed = config.train.seed;
+  manifest.config = config;
+  for (const std::string& text : records) {
+    if (text.empty()) continue;  // not a writer
+    ShardRecord record = ShardRecord::decode(text);
+    // Every tp rank of a stage lists the same parameters: keep tp rank 0's.
+    if (record.shard.tensor_rank == 0) {
+      manifest.parameters.insert(manifest.parameters.end(), record.parameters.begin(),
+                                 record.parameters.end());
+    }
+    manifest.shards.push_back(record.shard);
+  }
+  fault_point("checkpoint-before-manifest", target.step);
+  manifest.write();
+  fault_point("checkpoint-before-latest", target.step);
+  write_latest(target.dir);
+  prune(checkpoint_root(config), config.checkpoint.keep);
+}
+
+ShardTarget shard_target(ParallelContext& context, const std::string& dir, int64_t step) {
+  return ShardTarget{dir, step, context.pp_rank(), context.tp_rank()};
+}
 
 std::string save_checkpoint(ParallelContext& context, const Config& config, int64_t step,
                             const CheckpointLayout& layout,
                             const std::function<CheckpointContents()>& contents) {
-  const std::string root = checkpoint_root(config);
-  TRIAX_CHECK(!root.empty(), "checkpoint: set checkpoint.dir or run.dir");
-  const std::string dir = root + "/" + step_folder(step);
-  Communicator& world = context.world();
-  if (context.rank() == 0) {
-    fs::remove_all(dir);  // an interrupted save of this step
-    fs::create_directories(dir);
-  }
-  world.barrier();
+  const ShardTarget target = shard_target(context, begin_checkpoint(context, config, step), step);
   std::string mine;
-  if (context.dp_rank() == 0) mine = write_shard(dir, context, step, contents()).encode();
-  const std::vector<std::string> records = all_gather_text(world, mine);
-  if (context.rank() == 0) {
-    Manifest manifest;
-    manifest.dir = dir;
-    manifest.step = step;
-    manifest.consumed_samples = step * layout.global_batch;
-    manifest.tensor = context.tp_size();
-    manifest.pipeline = context.pp_size();
-    manifest.chunks_per_rank = layout.chunks_per_rank;
-    manifest.data_written_at = context.dp_size();
-    manifest.seed = config.train.seed;
-    manifest.config = config;
-    for (const std::string& text : records) {
-      if (text.empty()) continue;  // not a writer
-      ShardRecord record = ShardRecord::decode(text);
-      // Every tp rank of a stage lists the same parameters: keep tp rank 0's.
-      if (record.shard.tensor_rank == 0) {
-        manifest.parameters.insert(manifest.parameters.end(), record.parameters.begin(),
-                                   record.parameters.end());
-      }
-      manifest.shards.push_back(record.shard);
-    }
-    fault_point("checkpoint-before-manifest", step);
-    manifest.write();
-    fault_point("checkpoint-before-latest", step);
-    write_latest(dir);
-    prune(root, config.checkpoint.keep);
-  }
-  world.barrier();
-  return dir;
+  if (context.dp_rank() == 0) mine = write_checkpoint_shard(target, contents()).encode();
+  complete_checkpoint(context, config, target, layout, mine);
+  context.world().barrier();
+  return target.dir;
 }
 
 std::map<std::string, torch::Tensor> load_checkpoint_shard(const Manifest& manifest, int pp_rank,

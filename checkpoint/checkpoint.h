@@ -1,4 +1,5 @@
-// defines: triax::CheckpointContents, triax::save_checkpoint, triax::load_checkpoint_shard
+// defines: triax::CheckpointContents, triax::save_checkpoint, triax::load_checkpoint_shard,
+//          triax::begin_checkpoint, triax::write_checkpoint_shard, triax::complete_checkpoint
 //
 // Saving and loading a sharded checkpoint (format: checkpoint/manifest.h). The caller hands over
 // named tensors (checkpoint/state_name.h) and its parameter table; this file knows nothing of
@@ -8,7 +9,9 @@
 //      identical) and computes its size and CRC-32
 //   3. every position's ShardRecord reaches rank 0 (one all-gather of their encoded text)
 //   4. rank 0 writes the manifest, then `latest`, then prunes to checkpoint.keep; barrier
-// A folder without a manifest is an interrupted save and is never loaded.
+// A folder without a manifest is an interrupted save and is never loaded. save_checkpoint runs
+// the four in a row; checkpoint/background_save.h runs step 2 on a thread while training goes on
+// (begin_checkpoint, write_checkpoint_shard and complete_checkpoint are the steps).
 #pragma once
 
 #include <torch/torch.h>
@@ -35,6 +38,23 @@ struct CheckpointLayout {
   int64_t chunks_per_rank = 1;
   int64_t global_batch = 1;  ///< for consumed_samples
 };
+
+/// Where one (pp, tp) position's shard of one save goes.
+struct ShardTarget {
+  std::string dir;  ///< the step folder
+  int64_t step = 0;
+  int pipeline_rank = 0;
+  int tensor_rank = 0;
+};
+ShardTarget shard_target(ParallelContext& context, const std::string& dir, int64_t step);
+
+/// Step 1 (a collective): the step folder, cleared of an interrupted save of the same step.
+std::string begin_checkpoint(ParallelContext& context, const Config& config, int64_t step);
+/// Step 2: writes the shard and returns its record; no communication (safe on another thread).
+ShardRecord write_checkpoint_shard(const ShardTarget& target, CheckpointContents contents);
+/// Steps 3-4 (a collective): `mine` is this rank's encoded ShardRecord, "" when it wrote none.
+void complete_checkpoint(ParallelContext& context, const Config& config, const ShardTarget& target,
+                         const CheckpointLayout& layout, const std::string& mine);
 
 /// Saves step `step` under checkpoint_root(config) (a collective over the world); `contents`
 /// is called only on the ranks that write a shard. Returns the step folder.

@@ -238,6 +238,10 @@ struct CheckpointConfig {
   /// Also save after the last step, when there is a checkpoint folder (so a finished run can be
   /// exported, extended, or found finished by a requeued job). Default true.
   bool at_end = true;
+  /// Write checkpoints in the background: the step pauses only to copy this rank's state into
+  /// memory (the copy costs as much memory again as parameters and optimizer state); the
+  /// manifest follows once every shard is written (checkpoint/background_save.h). Default false.
+  bool async = false;
 };
 
 struct RunConfig {

@@ -162,6 +162,9 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("keep", c.checkpoint.keep, kNonNegative, "keep the newest N checkpoints; 0 = all");
     v.field("at_end", c.checkpoint.at_end,
             "also save after the last step (when checkpoint.dir or run.dir is set)");
+    v.field("async", c.checkpoint.async,
+            "write shards on a background thread after an in-memory snapshot (the manifest "
+            "follows at a later step); false = the step waits for the save");
   });
   v.section("run", [&] {
     v.field("dir", c.run.dir, {},

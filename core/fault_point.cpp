@@ -1,9 +1,11 @@
 #include "core/fault_point.h"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "core/error.h"
 #include "core/flight_recorder.h"
@@ -37,6 +39,19 @@ bool fault_due(const char* kind) {
                kind, static_cast<long long>(flight::step()));
   std::fflush(stderr);
   return true;
+}
+
+void stall_point(const char* name) {
+  const char* spec = std::getenv("TRIAX_STALL");
+  if (spec == nullptr) return;
+  const std::vector<std::string> parts = split(spec, ':');
+  if (parts.size() < 2 || parts[0] != name) return;
+  if (parts.size() > 2 && std::atoi(parts[2].c_str()) != flight::rank()) return;
+  const double seconds = std::atof(parts[1].c_str());
+  std::fprintf(stderr, "[rank %d] stall point %s: sleeping %.0f s (TRIAX_STALL)\n", flight::rank(),
+               name, seconds);
+  std::fflush(stderr);
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
 
 void inject_step_fault() {

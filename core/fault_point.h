@@ -1,4 +1,4 @@
-// defines: triax::fault_point, triax::fault_due, triax::inject_step_fault
+// defines: triax::fault_point, triax::fault_due, triax::inject_step_fault, triax::stall_point
 //
 // Note [Fault injection]: faults on purpose, for tests; unset (always, outside tests) each check
 // is one getenv.
@@ -13,6 +13,9 @@
 //      skip-send        drop the step's first pipeline send (a lost message)
 //      skip-collective  leave out the step's stop-signal agreement (a collective one rank skips)
 //    The rank and step come from the flight recorder (flight::set_rank / set_step).
+//  - `TRIAX_STALL=NAME:SECONDS[:RANK]` makes the process (or only world rank RANK) sleep that
+//    long at stall point NAME, each time: a slow disk or file system (a live rank that is merely
+//    slow must not be declared lost).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +26,9 @@ void fault_point(const char* name, int64_t step);
 
 /// True once, when TRIAX_FAULT names `kind` for this rank and the current step.
 bool fault_due(const char* kind);
+
+/// Sleeps when TRIAX_STALL names `name` (and this rank).
+void stall_point(const char* name);
 
 /// Acts out stop, kill, exit or error when due (called at the start of each step).
 void inject_step_fault();

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <thread>
 
+#include "checkpoint/background_save.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/save_policy.h"
 #include "core/error.h"
@@ -58,6 +59,7 @@ TrainingResult Training::run() {
   const TrainConfig& train = plan_.config.train;
   const std::unique_ptr<BatchSource> batches = make_batch_source(plan_, context_.dp_rank());
   const SavePolicy policy(plan_.config);
+  BackgroundSave saves(context_, plan_.config);
   for (int64_t step = start; step < total; ++step) {
     flight::set_step(step + 1);
     inject_step_fault();  // tests only (Note [Fault injection])
@@ -81,9 +83,17 @@ TrainingResult Training::run() {
     report.record(outcome,
                   logging ? gather_peak_memory_mib(context_.world()) : std::vector<double>{});
     const int signal = agree_on_stop_signal(context_.world());
-    if (policy.due(outcome.step, outcome.step == total, signal != 0)) save(trainer, outcome.step);
-    if (signal != 0) return report.stopped(outcome.step, signal);
+    saves.poll();
+    const bool last = outcome.step == total;
+    if (policy.due(outcome.step, last, signal != 0)) {
+      save(trainer, saves, outcome.step, last || signal != 0);
+    }
+    if (signal != 0) {
+      saves.finish();
+      return report.stopped(outcome.step, signal);
+    }
   }
+  saves.finish();
   TrainingResult result = report.finish();
   if (trainer.spec().generates_text) result.sample = write_sample(trainer);
   return result;
@@ -201,14 +211,15 @@ Training::Evaluation Training::evaluate(Trainer& trainer, BatchSource& batches) 
                     static_cast<int64_t>(std::llround(total[1].item<double>()))};
 }
 
-void Training::save(Trainer& trainer, int64_t step) {
+void Training::save(Trainer& trainer, BackgroundSave& saves, int64_t step, bool wait) {
   const Clock::time_point start = Clock::now();
   const CheckpointLayout layout{trainer.schedule().chunks, plan_.batch.global_batch};
   // Every rank builds the contents (a sharded optimizer gathers its state over dp); dp rank 0
   // writes them.
   CheckpointContents contents = trainer.checkpoint_contents();
-  const std::string dir =
-      save_checkpoint(context_, plan_.config, step, layout, [&] { return std::move(contents); });
+  const std::string dir = saves.save(
+      step, layout, [&] { return std::move(contents); }, wait);
+  if (saves.in_flight()) return;  // BackgroundSave reports when it is written
   log::info(str("checkpoint of step ", step, " saved to ", dir, " in ",
                 fixed(seconds_since(start), 2), " s"));
 }

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <optional>
 
+#include "checkpoint/background_save.h"
 #include "checkpoint/manifest.h"
 #include "parallel/parallel_context.h"
 #include "train/batch_source.h"
@@ -46,7 +47,8 @@ class Training {
     int64_t samples = 0;
   };
   Evaluation evaluate(Trainer& trainer, BatchSource& batches);
-  void save(Trainer& trainer, int64_t step);
+  /// `wait`: synchronously even with checkpoint.async (a stop signal, the last step).
+  void save(Trainer& trainer, BackgroundSave& saves, int64_t step, bool wait);
   std::string write_sample(Trainer& trainer);
 
   const RunPlan& plan_;

@@ -1,0 +1,104 @@
+#include "checkpoint/background_save.h"
+
+#include "core/flight_recorder.h"
+#include "core/log.h"
+#include "core/strings.h"
+#include "core/timing.h"
+
+namespace triax {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count();
+}
+
+std::string seconds(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f", value);
+  return text;
+}
+
+// The training thread goes on changing the parameters and the optimizer's state in place: the
+// writer gets copies.
+CheckpointContents snapshot(CheckpointContents contents) {
+  for (auto& named : contents.tensors) {
+    named.second = named.second.detach().clone(at::MemoryFormat::Contiguous);
+  }
+  return contents;
+}
+
+}  // namespace
+
+BackgroundSave::BackgroundSave(ParallelContext& context, const Config& config)
+    : context_(context), config_(config), async_(config.checkpoint.async) {}
+
+BackgroundSave::~BackgroundSave() {
+  // Unwinding after an error: the job is ending; let the writer finish its file (it holds the
+  // snapshot) but complete nothing (that would need the other ranks).
+  if (pending_ && pending_->record.valid()) pending_->record.wait();
+}
+
+std::string BackgroundSave::save(int64_t step, const CheckpointLayout& layout,
+                                 const std::function<CheckpointContents()>& contents, bool wait) {
+  if (pending_) {
+    const double start = now_s();
+    const int64_t previous = pending_->target.step;
+    finish();
+    log::info(str("checkpoint of step ", step, " is due while step ", previous,
+                  "'s was still being written: waited ", seconds(now_s() - start),
+                  " s for it (at most one save in flight)"));
+  }
+  if (!async_ || wait) return save_checkpoint(context_, config_, step, layout, contents);
+  const double start = now_s();
+  const flight::Label label(str("checkpoint of step ", step, ": snapshot"));
+  Pending pending;
+  pending.target = shard_target(context_, begin_checkpoint(context_, config_, step), step);
+  pending.layout = layout;
+  if (context_.dp_rank() == 0) {
+    CheckpointContents copy = snapshot(contents());
+    pending.record =
+        std::async(std::launch::async, [target = pending.target, copy = std::move(copy)]() mutable {
+          return write_checkpoint_shard(target, std::move(copy)).encode();
+        });
+  } else {
+    std::promise<std::string> none;
+    none.set_value("");
+    pending.record = none.get_future();
+  }
+  pending.snapshot_s = now_s() - start;
+  pending.started_at = start;
+  pending_ = std::move(pending);
+  return pending_->target.dir;
+}
+
+void BackgroundSave::poll() {
+  if (!pending_) return;
+  const bool done = pending_->record.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  const flight::Label label(
+      str("checkpoint of step ", pending_->target.step, ": are writers done"));
+  torch::Tensor all_done = torch::tensor({done ? 1.0 : 0.0}, torch::kDouble);
+  context_.world().all_reduce(all_done, ReduceOp::kMin);
+  if (all_done.item<double>() > 0) complete();
+}
+
+void BackgroundSave::finish() {
+  if (!pending_) return;
+  pending_->record.wait();
+  complete();
+}
+
+void BackgroundSave::complete() {
+  Pending pending = std::move(*pending_);
+  pending_.reset();
+  // A writer's error (a full disk) surfaces here, on its rank, as a synchronous save's would.
+  const std::string mine = pending.record.get();
+  const flight::Label label(str("checkpoint of step ", pending.target.step, ": manifest"));
+  const double start = now_s();
+  complete_checkpoint(context_, config_, pending.target, pending.layout, mine);
+  log::info(str("checkpoint of step ", pending.target.step, " saved to ", pending.target.dir,
+                " in ", seconds(now_s() - pending.started_at), " s, in the background (training ",
+                "paused ", seconds(pending.snapshot_s), " s for the snapshot and ",
+                seconds(now_s() - start), " s for the manifest)"));
+}
+
+}  // namespace triax
