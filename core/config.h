@@ -224,6 +224,11 @@ struct CommConfig {
   /// barrier, joining the job) before the job is ended on every rank, naming what was waited
   /// for; the same meaning for mpi and tcp (docs/reliability.md). Default 300.
   int64_t timeout_s = 300;
+  /// A rank whose heartbeat (a thread beating every second, whatever the rank is doing) stops
+  /// for this many seconds is declared lost — stopped, frozen, or its node unreachable — and the
+  /// job ends on every survivor, naming it (job/heartbeat.h); a rank whose process ended is
+  /// declared lost at once. 0 = no heartbeat. Default 15.
+  int64_t heartbeat_s = 15;
 };
 
 struct CheckpointConfig {

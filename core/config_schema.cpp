@@ -154,6 +154,9 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("timeout_s", c.comm.timeout_s, IntRule{1, 86400},
             "seconds any blocking wait (collective, pipeline receive, DDP bucket, barrier, "
             "start-up) may last before every rank stops (mpi and tcp)");
+    v.field("heartbeat_s", c.comm.heartbeat_s, IntRule{0, 3600},
+            "seconds without a heartbeat before a rank is declared lost (stopped, frozen, or "
+            "its node unreachable) and the job ends; 0 = no heartbeat");
   });
   v.section("checkpoint", [&] {
     v.field("dir", c.checkpoint.dir, {}, "checkpoint folder; empty = run.dir/checkpoints");

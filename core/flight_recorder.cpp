@@ -141,29 +141,48 @@ std::string dump_path(int rank) {
   return str(state().dir, "/", RunPaths::flight_record_name(rank));
 }
 
-std::string dump(const std::string& reason) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (s.dir.empty()) return "";
+namespace {
+
+// The ring's records, oldest first (the caller holds the mutex).
+std::vector<const Record*> recorded(const State& s) {
   std::vector<const Record*> events;
   for (uint64_t id = s.next_id > kCapacity ? s.next_id - kCapacity : 1; id < s.next_id; ++id) {
     events.push_back(&s.ring[id % kCapacity]);
   }
-  // The pending action (a wait that never ended) is the one to name; else the last one.
+  return events;
+}
+
+// The pending action (a wait that never ended) is the one to name; else the last one.
+std::string describe_last(const std::vector<const Record*>& events) {
   const Record* last = nullptr;
   for (const Record* r : events) {
     if (r->end_s < 0) last = r;
   }
   if (last == nullptr && !events.empty()) last = events.back();
+  if (last == nullptr) return "nothing recorded";
+  return (last->end_s < 0 ? "waiting: " : "done: ") + describe_record(*last);
+}
+
+}  // namespace
+
+std::string last_action() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return describe_last(recorded(s));
+}
+
+std::string dump(const std::string& reason) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.dir.empty()) return "";
+  const std::vector<const Record*> events = recorded(s);
   JsonLine head;
   head.add("rank", static_cast<int64_t>(s.rank))
       .add("world_size", static_cast<int64_t>(s.world_size))
       .add("reason", reason)
       .add("step", s.step)
       .add("now_s", now_s())
-      .add("last", last == nullptr
-                       ? std::string("nothing recorded")
-                       : (last->end_s < 0 ? "waiting: " : "done: ") + describe_record(*last));
+      .add("last", describe_last(events));
   std::string text = head.str();
   text.pop_back();  // reopen the object for the events
   text += ", \"events\": [\n";

@@ -62,6 +62,9 @@ void set_dump_dir(const std::string& dir);
 
 /// "all-reduce of DDP bucket 3 over dp [0,2] (4.0 MiB), step 7, micro-batch 2".
 std::string describe(uint64_t id);
+/// The pending action ("waiting: recv of ...") or else the last one ("done: ..."), as a dump's
+/// "last" field says; from any thread.
+std::string last_action();
 /// Writes the buffer (atomically); returns the path, or "" when no dump dir is set.
 std::string dump(const std::string& reason);
 /// The path dump() writes for `rank`.

@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "job/death_watch.h"
+#include "job/heartbeat.h"
 
 namespace triax {
 namespace {
@@ -79,7 +80,8 @@ std::vector<RankEntry> silent_local_ranks(const RankTable& table, const std::str
 
 void end_job_after_error(const World& world, const std::exception& error, int exit_code, int rank,
                          int world_size, const RankTable& table) {
-  death_watch_done();        // 1
+  death_watch_done();  // 1
+  heartbeat_goodbye();
   log::error(error.what());  // 2
   if (const std::string note = peer_ranks_note(error.what(), table, resolve_host); !note.empty()) {
     log::error(note);

@@ -30,6 +30,7 @@
 #include "data/prepare_data.h"
 #include "job/death_watch.h"
 #include "job/failure_policy.h"
+#include "job/heartbeat.h"
 #include "job/output_check.h"
 #include "job/rank_table.h"
 #include "job/run_dir_lock.h"
@@ -287,10 +288,12 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     write_resolved_config(config, paths, context.rank());
     ranks = gather_rank_table(context.world());
     if (paths.enabled() && context.rank() == 0) write_rank_table(ranks, paths.rank_table());
+    Heartbeat heartbeat(context.world(), ranks, static_cast<double>(config.comm.heartbeat_s));
     Training training(*plan, context, kProcessStart, launch.local_rank == 0);
     if (checkpoint) training.resume_from(*checkpoint);
     training.run();
     context.world().barrier();
+    heartbeat.stop();
     death_watch_done();
   } catch (const ConfigError& e) {
     end_job_after_error(*world, e, kExitUsage, launch.rank, launch.world_size, ranks);

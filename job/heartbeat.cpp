@@ -1,0 +1,434 @@
+#include "job/heartbeat.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "core/error.h"
+#include "core/flight_recorder.h"
+#include "core/log.h"
+#include "core/strings.h"
+#include "job/death_watch.h"
+#include "parallel/comm/gather_text.h"
+
+namespace triax {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kBeatSeconds = 1.0;
+constexpr int kPollMs = 250;
+
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string one_decimal(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f", v);
+  return text;
+}
+
+// One peer: rank 0's connection to a rank, or a rank's connection to rank 0.
+struct Peer {
+  int fd = -1;
+  int rank = -1;
+  std::string buffer;  // bytes received, not yet a whole line
+  Clock::time_point heard = Clock::now();
+  int64_t step = 0;
+  std::string action = "nothing recorded";
+  bool gone = false;  // said goodbye
+};
+
+void send_line(int fd, const std::string& line) {
+  const std::string text = line + "\n";
+  // MSG_NOSIGNAL: a peer that vanished must not take this process with it (SIGPIPE).
+  [[maybe_unused]] const ssize_t n =
+      ::send(fd, text.data(), text.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+std::vector<std::string> ipv4_addresses() {
+  std::vector<std::string> out;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return out;
+  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    char text[INET_ADDRSTRLEN];
+    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+    if (::inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text)) == nullptr) continue;
+    if (std::string(text).rfind("127.", 0) == 0) continue;
+    out.push_back(text);
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
+int listen_any(int* port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw Error(str("heartbeat: socket: ", std::strerror(errno)));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(fd, 1024) != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    throw Error(str("heartbeat: cannot listen on a TCP port: ", why));
+  }
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+// A connection to address:port within `seconds`, or -1.
+int connect_to(const std::string& address, int port, double seconds) {
+  const Clock::time_point start = Clock::now();
+  while (since(start) < seconds) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    if (::inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1) {
+      ::close(fd);
+      return -1;
+    }
+    ::fcntl(fd, F_SETFL, O_NONBLOCK);
+    int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      const int waited = ::poll(&p, 1, 2000);
+      int error = 0;
+      socklen_t len = sizeof(error);
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
+      rc = (waited == 1 && error == 0) ? 0 : -1;
+    }
+    if (rc == 0) return fd;
+    ::close(fd);
+    ::usleep(200 * 1000);
+  }
+  return -1;
+}
+
+// Reads what is there; returns false when the peer closed the connection (or it broke).
+bool receive(Peer& peer, std::vector<std::string>* lines) {
+  char chunk[4096];
+  for (;;) {
+    const ssize_t n = ::recv(peer.fd, chunk, sizeof(chunk), MSG_DONTWAIT);
+    if (n > 0) {
+      peer.buffer.append(chunk, static_cast<size_t>(n));
+      continue;
+    }
+    if (n == 0) return false;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+    if (errno == EINTR) continue;
+    return false;
+  }
+  for (size_t end; (end = peer.buffer.find('\n')) != std::string::npos;) {
+    lines->push_back(peer.buffer.substr(0, end));
+    peer.buffer.erase(0, end + 1);
+  }
+  return true;
+}
+
+std::string flat(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
+}
+
+}  // namespace
+
+HeartbeatMessage parse_heartbeat_line(const std::string& line) {
+  HeartbeatMessage m;
+  if (line.empty()) return m;
+  const std::vector<std::string> parts = split(line, ' ');
+  if (line == "X") {
+    m.kind = 'X';
+  } else if (line[0] == 'B' && parts.size() >= 3 && parts[0] == "B") {
+    m.kind = 'B';
+    m.step = std::atoll(parts[1].c_str());
+    m.text = line.substr(parts[0].size() + parts[1].size() + 2);
+  } else if (line[0] == 'L' && parts.size() >= 4 && parts[0] == "L") {
+    m.kind = 'L';
+    m.rank = std::atoi(parts[1].c_str());
+    m.silent = parts[2] == "1";
+    m.text = line.substr(parts[0].size() + parts[1].size() + parts[2].size() + 3);
+  }
+  return m;
+}
+
+struct Heartbeat::State {
+  std::mutex send_mutex;
+  std::vector<Peer> peers;  // rank 0: every other rank; else: rank 0
+  std::atomic<bool> stopping{false};
+  int rank = 0;
+  double lost_after_s = 0;
+  RankTable table;
+
+  std::string describe(int r) const {
+    const RankEntry* entry = nullptr;
+    for (const RankEntry& e : table) {
+      if (e.rank == r) entry = &e;
+    }
+    const std::string where =
+        entry == nullptr ? std::string() : str(" (pid ", entry->pid, " on ", entry->host, ")");
+    return str("rank ", r, where);
+  }
+  // What the lost rank's last beat said (rank 0 sends none).
+  std::string last_beat(const Peer& peer) const {
+    if (peer.rank == 0) return "";
+    return str("; its last beat: step ", peer.step, ", ", peer.action);
+  }
+  // The survivor on `host` that kills a silent lost rank there (one, so it is said once).
+  bool is_killer(int lost, const std::string& host) const {
+    for (const RankEntry& e : table) {
+      if (e.rank != lost && e.host == host) return e.rank == rank;
+    }
+    return false;
+  }
+
+  // A silent lost rank on this host is SIGKILLed by one survivor there (a stopped process
+  // ignores the launcher's SIGTERM and would hold the job).
+  void kill_if_mine(int lost, bool silent) {
+    if (!silent) return;
+    const RankEntry* self = nullptr;
+    for (const RankEntry& e : table) {
+      if (e.rank == rank) self = &e;
+    }
+    for (const RankEntry& e : table) {
+      if (e.rank == lost && self != nullptr && e.host == self->host && e.pid > 0 &&
+          is_killer(lost, e.host) && ::kill(static_cast<pid_t>(e.pid), SIGKILL) == 0) {
+        log::error(str("heartbeat: killed rank ", lost, " (pid ", e.pid,
+                       ", stopped or frozen on this host) so that the job ends"));
+      }
+    }
+  }
+
+  // Says goodbye on every connection (once).
+  void goodbye() {
+    if (stopping.exchange(true)) return;
+    std::lock_guard<std::mutex> lock(send_mutex);
+    for (Peer& p : peers) send_line(p.fd, "X");
+  }
+
+  // Ends this process after a peer was lost: says so, kills a silent lost rank on this host,
+  // leaves a flight record, and exits 1 (the launcher then ends whatever is left).
+  [[noreturn]] void end_process(int lost, bool silent, const std::string& message,
+                                bool printed = false) {
+    stopping = true;
+    death_watch_done();  // this rank ends on purpose: the death watch must not blame it
+    if (!printed) log::error(str("heartbeat: ", message));
+    // Every survivor prints before any of them ends (the launcher ends the rest as soon as one
+    // process ends, a killed one too).
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    kill_if_mine(lost, silent);
+    try {
+      flight::dump(str("heartbeat: ", message));
+    } catch (const std::exception&) {  // a full disk: the message above is what counts
+    }
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+
+  // Rank 0: a rank was lost. Tell the others (they print it and end), then end.
+  [[noreturn]] void declare_lost(Peer& peer, bool silent, const std::string& why) {
+    const std::string message = str(describe(peer.rank), " is lost: ", why, last_beat(peer));
+    // First the message (the launcher may end this rank as soon as another one exits).
+    log::error(str("heartbeat: ", message));
+    {
+      std::lock_guard<std::mutex> lock(send_mutex);
+      for (Peer& p : peers) {
+        if (&p != &peer && !p.gone)
+          send_line(p.fd, str("L ", peer.rank, " ", silent ? 1 : 0, " ", flat(message)));
+      }
+    }
+    end_process(peer.rank, silent, message, true);
+  }
+
+  void watch() {
+    Clock::time_point last_beat = Clock::now() - std::chrono::seconds(10);
+    while (!stopping) {
+      std::vector<pollfd> fds;
+      for (const Peer& p : peers) fds.push_back(pollfd{p.fd, POLLIN, 0});
+      ::poll(fds.data(), fds.size(), kPollMs);
+      if (stopping) return;
+      if (since(last_beat) >= kBeatSeconds) {
+        last_beat = Clock::now();
+        const std::string beat = rank == 0
+                                     ? std::string("B 0 -")
+                                     : str("B ", flight::step(), " ", flat(flight::last_action()));
+        std::lock_guard<std::mutex> lock(send_mutex);
+        for (Peer& p : peers) {
+          if (!p.gone) send_line(p.fd, beat);
+        }
+      }
+      for (Peer& p : peers) {
+        if (p.gone) continue;
+        std::vector<std::string> lines;
+        const bool open = receive(p, &lines);
+        for (const std::string& line : lines) {
+          const HeartbeatMessage m = parse_heartbeat_line(line);
+          if (m.kind == 'B') {
+            p.heard = Clock::now();
+            if (rank == 0) {
+              p.step = m.step;
+              p.action = m.text;
+            }
+          } else if (m.kind == 'X') {
+            p.gone = true;
+          } else if (m.kind == 'L' && rank != 0) {
+            end_process(m.rank, m.silent, m.text);
+          }
+        }
+        if (stopping || p.gone) continue;
+        if (!open) {
+          const std::string why =
+              "its heartbeat connection closed without a goodbye: the process ended (killed, "
+              "crashed) or its node went down";
+          if (rank == 0) declare_lost(p, false, why);
+          end_process(0, false, str(describe(0), " is lost: ", why));
+        }
+        if (since(p.heard) > lost_after_s) {
+          const std::string why =
+              str("no heartbeat for ", one_decimal(since(p.heard)),
+                  " s (comm.heartbeat_s = ", one_decimal(lost_after_s),
+                  "): the process is stopped or frozen, or its node is unreachable");
+          if (rank == 0) declare_lost(p, true, why);
+          end_process(0, true, str(describe(0), " is lost: ", why));
+        }
+      }
+    }
+  }
+};
+
+namespace {
+std::mutex g_current_mutex;
+std::weak_ptr<Heartbeat::State> g_current;
+}  // namespace
+
+Heartbeat::Heartbeat(Communicator& world, const RankTable& table, double lost_after_s) {
+  if (lost_after_s <= 0 || world.size() < 2) return;
+  auto state = std::make_shared<State>();
+  state->rank = world.rank();
+  state->lost_after_s = lost_after_s;
+  state->table = table;
+  int port = 0;
+  int listener = -1;
+  std::string offer;
+  if (world.rank() == 0) {
+    listener = listen_any(&port);
+    offer = str(port, " ", join(ipv4_addresses(), ","));
+  }
+  const std::vector<std::string> offers = all_gather_text(world, offer);
+  const std::vector<std::string> parts = split(offers.at(0), ' ');
+  port = std::atoi(parts.at(0).c_str());
+  const std::string my_host =
+      world.rank() < static_cast<int>(table.size()) ? table[world.rank()].host : "";
+  const std::string host0 = table.empty() ? "" : table[0].host;
+  if (world.rank() == 0) {
+    // Every other rank connects and says who it is.
+    const Clock::time_point start = Clock::now();
+    const double deadline = std::max(30.0, Communicator::timeout());
+    while (static_cast<int>(state->peers.size()) < world.size() - 1) {
+      pollfd p{listener, POLLIN, 0};
+      if (since(start) > deadline) {
+        ::close(listener);
+        throw Error(str("heartbeat: only ", state->peers.size(), " of ", world.size() - 1,
+                        " ranks reached rank 0's heartbeat port ", port, " within ",
+                        one_decimal(deadline),
+                        " s (a firewall? comm.heartbeat_s: 0 runs without)"));
+      }
+      if (::poll(&p, 1, 200) != 1) continue;
+      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      Peer peer;
+      peer.fd = fd;
+      // The hello: "H RANK".
+      const Clock::time_point hello = Clock::now();
+      std::vector<std::string> lines;
+      while (lines.empty() && since(hello) < 10) {
+        pollfd q{fd, POLLIN, 0};
+        ::poll(&q, 1, 200);
+        if (!receive(peer, &lines)) break;
+      }
+      if (lines.empty() || lines[0].rfind("H ", 0) != 0) {
+        ::close(fd);
+        continue;
+      }
+      peer.rank = std::atoi(lines[0].c_str() + 2);
+      peer.heard = Clock::now();
+      state->peers.push_back(std::move(peer));
+    }
+    ::close(listener);
+  } else {
+    std::vector<std::string> addresses;
+    if (my_host == host0) {
+      addresses.push_back("127.0.0.1");  // same host: never leave it
+    } else if (parts.size() > 1) {
+      addresses = split(parts[1], ',');
+    }
+    int fd = -1;
+    for (const std::string& a : addresses) {
+      if ((fd = connect_to(a, port, 10)) >= 0) break;
+    }
+    if (fd < 0) {
+      throw Error(str("heartbeat: rank ", world.rank(), " cannot reach rank 0's heartbeat port ",
+                      port, " on ", host0, " (tried ", join(addresses, ", "),
+                      "; comm.heartbeat_s: 0 runs without a heartbeat)"));
+    }
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    Peer peer;
+    peer.fd = fd;
+    peer.rank = 0;
+    send_line(fd, str("H ", world.rank()));
+    state->peers.push_back(std::move(peer));
+  }
+  for (Peer& p : state->peers) p.heard = Clock::now();
+  state_ = state;
+  thread_ = std::thread([state] { state->watch(); });
+  std::lock_guard<std::mutex> lock(g_current_mutex);
+  g_current = state;
+}
+
+void Heartbeat::stop() {
+  if (!state_) return;
+  state_->goodbye();
+  if (thread_.joinable()) thread_.join();
+  for (Peer& p : state_->peers) ::close(p.fd);
+  state_->peers.clear();
+  state_.reset();
+}
+
+Heartbeat::~Heartbeat() {
+  stop();
+}
+
+void heartbeat_goodbye() {
+  std::shared_ptr<Heartbeat::State> state;
+  {
+    std::lock_guard<std::mutex> lock(g_current_mutex);
+    state = g_current.lock();
+  }
+  if (state) state->goodbye();
+}
+
+}  // namespace triax

@@ -1,0 +1,71 @@
+// defines: triax::Heartbeat, triax::HeartbeatMessage, triax::parse_heartbeat_line
+//
+// Liveness apart from progress. A timeout on every wait (comm.timeout_s) cannot tell a dead rank
+// from a slow one, so it must be long (a save, an evaluation); a heartbeat can: a thread of its
+// own beats once a second whatever the rank is doing (computing, saving, waiting), and only a
+// process that is stopped (SIGSTOP, a debugger, a frozen machine) or gone (killed, its node lost
+// or cut off) falls silent. As in torchelastic's agent and NCCL's heartbeat monitor:
+//   - rank 0's thread is the watcher: every other rank keeps one TCP connection to it (to
+//     127.0.0.1 on rank 0's host, else to one of rank 0's addresses), sends a beat with its step
+//     and last action (core/flight_recorder.h) every second, and hears a beat back;
+//   - a rank whose connection closes without a goodbye is lost at once (its process ended); one
+//     silent for comm.heartbeat_s is lost then (stopped, or its node unreachable). The watcher
+//     names it (rank, pid, host, step, last action), tells every other rank, and each survivor
+//     prints it and ends; a survivor on the lost rank's host SIGKILLs a silent one (a stopped
+//     process ignores the launcher's SIGTERM and would hold the job);
+//   - a rank that hears nothing from the watcher for comm.heartbeat_s, or loses its connection
+//     without a goodbye, names rank 0 the same way;
+//   - a rank ending on purpose (finished, or reporting its own error) says goodbye first
+//     (Heartbeat::stop), so it is never reported lost.
+// Bound: a stopped rank is named within heartbeat_s + 1.5 s, and every survivor has ended
+// within about 1 s more; a dead one at once. A live rank that makes no progress (a deadlock) is
+// still comm.timeout_s's to catch.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "job/rank_table.h"
+#include "parallel/comm/communicator.h"
+
+namespace triax {
+
+/// One line of the protocol (text, '\n'-terminated):
+///   beat     "B STEP ACTION"      (rank -> watcher; the watcher's own beat is "B 0 -")
+///   goodbye  "X"                  (ending on purpose; either way)
+///   lost     "L RANK SILENT TEXT" (watcher -> ranks: RANK is lost; SILENT 1 = stopped/cut off)
+struct HeartbeatMessage {
+  char kind = 0;  ///< 'B', 'X', 'L'; 0 for a malformed line
+  int64_t step = 0;
+  int rank = -1;
+  bool silent = false;
+  std::string text;  ///< the beat's last action, or the lost rank's description
+};
+HeartbeatMessage parse_heartbeat_line(const std::string& line);
+
+class Heartbeat {
+ public:
+  /// Starts the heartbeat of this rank (a collective over `world`: rank 0's address reaches the
+  /// others, which connect). `lost_after_s` <= 0: none. Throws Error when a rank cannot reach
+  /// rank 0's watcher (naming the addresses tried, and comm.heartbeat_s: 0 to go without).
+  Heartbeat(Communicator& world, const RankTable& table, double lost_after_s);
+  ~Heartbeat();
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+  /// Says goodbye and stops the thread: this rank ends on purpose.
+  void stop();
+
+  struct State;  ///< the thread's (job/heartbeat.cpp)
+
+ private:
+  std::shared_ptr<State> state_;
+  std::thread thread_;
+};
+
+/// The heartbeat of this process, if one runs (for the failure path's goodbye).
+void heartbeat_goodbye();
+
+}  // namespace triax
