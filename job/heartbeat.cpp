@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -167,7 +168,7 @@ HeartbeatMessage parse_heartbeat_line(const std::string& line) {
     m.text = line.substr(parts[0].size() + parts[1].size() + 2);
   } else if (line[0] == 'L' && parts.size() >= 4 && parts[0] == "L") {
     m.kind = 'L';
-    m.rank = std::atoi(parts[1].c_str());
+    for (const std::string& r : split(parts[1], ',')) m.ranks.push_back(std::atoi(r.c_str()));
     m.silent = parts[2] == "1";
     m.text = line.substr(parts[0].size() + parts[1].size() + parts[2].size() + 3);
   }
@@ -228,43 +229,101 @@ struct Heartbeat::State {
     for (Peer& p : peers) send_line(p.fd, "X");
   }
 
-  // Ends this process after a peer was lost: says so, kills a silent lost rank on this host,
-  // leaves a flight record, and exits 1 (the launcher then ends whatever is left).
-  [[noreturn]] void end_process(int lost, bool silent, const std::string& message,
-                                bool printed = false) {
+  // Ends this process after ranks were lost: says so, dumps the flight record, waits for the
+  // other survivors to say it too, kills a silent lost rank on this host, and exits 1 (the
+  // launcher then ends whatever is left).
+  [[noreturn]] void end_process(const std::vector<int>& lost, bool silent,
+                                const std::string& message, bool printed = false) {
     stopping = true;
     death_watch_done();  // this rank ends on purpose: the death watch must not blame it
     if (!printed) log::error(str("heartbeat: ", message));
-    // Every survivor prints before any of them ends (the launcher ends the rest as soon as one
-    // process ends, a killed one too).
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    kill_if_mine(lost, silent);
     try {
       flight::dump(str("heartbeat: ", message));
     } catch (const std::exception&) {  // a full disk: the message above is what counts
     }
+    // Every survivor prints before any of them ends (the launcher ends the rest as soon as one
+    // process ends, a killed one too).
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    for (int r : lost) kill_if_mine(r, silent);
     std::fflush(stdout);
     std::fflush(stderr);
     std::_Exit(1);
   }
 
-  // Rank 0: a rank was lost. Tell the others (they print it and end), then end.
-  [[noreturn]] void declare_lost(Peer& peer, bool silent, const std::string& why) {
-    const std::string message = str(describe(peer.rank), " is lost: ", why, last_beat(peer));
+  // "rank 2 (pid 7 on n2)" or "ranks 2 (pid 7 on n2), 3 (pid 8 on n2)"; and when every rank of
+  // a host is among them, that the host itself is gone.
+  std::string describe_all(const std::vector<int>& lost) const {
+    std::vector<std::string> each;
+    for (int r : lost) each.push_back(describe(r).substr(5));
+    std::string text = str(lost.size() == 1 ? "rank " : "ranks ", join(each, ", "),
+                           lost.size() == 1 ? " is lost: " : " are lost: ");
+    return text;
+  }
+  std::string hosts_gone(const std::vector<int>& lost) const {
+    std::vector<std::string> hosts;
+    for (const RankEntry& e : table) {
+      if (std::find(hosts.begin(), hosts.end(), e.host) != hosts.end()) continue;
+      bool all = true, any = false;
+      for (const RankEntry& f : table) {
+        if (f.host != e.host) continue;
+        const bool gone = std::find(lost.begin(), lost.end(), f.rank) != lost.end();
+        all = all && gone;
+        any = any || gone;
+      }
+      if (all && any) hosts.push_back(e.host);
+    }
+    if (hosts.empty()) return "";
+    return str("; every rank on ", join(hosts, ", "), " is gone: the node is down or cut off");
+  }
+
+  // Rank 0: ranks were lost. Tell the others (they print it and end), then end.
+  [[noreturn]] void declare_lost(const std::vector<Peer*>& lost, bool silent,
+                                 const std::string& why) {
+    std::vector<int> ranks;
+    for (const Peer* p : lost) ranks.push_back(p->rank);
+    const std::string message =
+        str(describe_all(ranks), why, hosts_gone(ranks), last_beat(*lost.front()));
     // First the message (the launcher may end this rank as soon as another one exits).
     log::error(str("heartbeat: ", message));
     {
+      std::vector<std::string> names;
+      for (int r : ranks) names.push_back(std::to_string(r));
       std::lock_guard<std::mutex> lock(send_mutex);
       for (Peer& p : peers) {
-        if (&p != &peer && !p.gone)
-          send_line(p.fd, str("L ", peer.rank, " ", silent ? 1 : 0, " ", flat(message)));
+        if (std::find(lost.begin(), lost.end(), &p) == lost.end() && !p.gone) {
+          send_line(p.fd, str("L ", join(names, ","), " ", silent ? 1 : 0, " ", flat(message)));
+        }
       }
     }
-    end_process(peer.rank, silent, message, true);
+    end_process(ranks, silent, message, true);
+  }
+
+  // Reads a peer's lines; false when its connection closed.
+  bool hear(Peer& p) {
+    std::vector<std::string> lines;
+    const bool open = receive(p, &lines);
+    for (const std::string& line : lines) {
+      const HeartbeatMessage m = parse_heartbeat_line(line);
+      if (m.kind == 'B') {
+        p.heard = Clock::now();
+        if (rank == 0) {
+          p.step = m.step;
+          p.action = m.text;
+        }
+      } else if (m.kind == 'X') {
+        p.gone = true;
+      } else if (m.kind == 'L' && rank != 0) {
+        end_process(m.ranks, m.silent, m.text);
+      }
+    }
+    return open;
   }
 
   void watch() {
     Clock::time_point last_beat = Clock::now() - std::chrono::seconds(10);
+    const std::string closed =
+        "the heartbeat connection closed without a goodbye: the process ended (killed, crashed) "
+        "or its node went down";
     while (!stopping) {
       std::vector<pollfd> fds;
       for (const Peer& p : peers) fds.push_back(pollfd{p.fd, POLLIN, 0});
@@ -280,40 +339,36 @@ struct Heartbeat::State {
           if (!p.gone) send_line(p.fd, beat);
         }
       }
+      std::vector<Peer*> ended, silent;
       for (Peer& p : peers) {
         if (p.gone) continue;
-        std::vector<std::string> lines;
-        const bool open = receive(p, &lines);
-        for (const std::string& line : lines) {
-          const HeartbeatMessage m = parse_heartbeat_line(line);
-          if (m.kind == 'B') {
-            p.heard = Clock::now();
-            if (rank == 0) {
-              p.step = m.step;
-              p.action = m.text;
-            }
-          } else if (m.kind == 'X') {
-            p.gone = true;
-          } else if (m.kind == 'L' && rank != 0) {
-            end_process(m.rank, m.silent, m.text);
-          }
-        }
+        const bool open = hear(p);
         if (stopping || p.gone) continue;
         if (!open) {
-          const std::string why =
-              "its heartbeat connection closed without a goodbye: the process ended (killed, "
-              "crashed) or its node went down";
-          if (rank == 0) declare_lost(p, false, why);
-          end_process(0, false, str(describe(0), " is lost: ", why));
+          ended.push_back(&p);
+        } else if (since(p.heard) > lost_after_s) {
+          silent.push_back(&p);
         }
-        if (since(p.heard) > lost_after_s) {
-          const std::string why =
-              str("no heartbeat for ", one_decimal(since(p.heard)),
-                  " s (comm.heartbeat_s = ", one_decimal(lost_after_s),
-                  "): the process is stopped or frozen, or its node is unreachable");
-          if (rank == 0) declare_lost(p, true, why);
-          end_process(0, true, str(describe(0), " is lost: ", why));
+      }
+      if (!ended.empty()) {
+        if (rank != 0) end_process({0}, false, str(describe_all({0}), closed));
+        // A lost node closes all its ranks' connections at once: name them together.
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        for (Peer& p : peers) {
+          if (!p.gone && std::find(ended.begin(), ended.end(), &p) == ended.end() && !hear(p)) {
+            ended.push_back(&p);
+          }
         }
+        std::sort(ended.begin(), ended.end(), [](Peer* a, Peer* b) { return a->rank < b->rank; });
+        declare_lost(ended, false, closed);
+      }
+      if (!silent.empty()) {
+        const std::string why =
+            str("no heartbeat for ", one_decimal(since(silent.front()->heard)),
+                " s (comm.heartbeat_s = ", one_decimal(lost_after_s),
+                "): the process is stopped or frozen, or its node is unreachable");
+        if (rank != 0) end_process({0}, true, str(describe_all({0}), why));
+        declare_lost(silent, true, why);
       }
     }
   }

@@ -26,6 +26,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "job/rank_table.h"
 #include "parallel/comm/communicator.h"
@@ -35,11 +36,12 @@ namespace triax {
 /// One line of the protocol (text, '\n'-terminated):
 ///   beat     "B STEP ACTION"      (rank -> watcher; the watcher's own beat is "B 0 -")
 ///   goodbye  "X"                  (ending on purpose; either way)
-///   lost     "L RANK SILENT TEXT" (watcher -> ranks: RANK is lost; SILENT 1 = stopped/cut off)
+///   lost     "L R1,R2 SILENT TEXT" (watcher -> ranks: these are lost; SILENT 1 = stopped or
+///            cut off, else ended)
 struct HeartbeatMessage {
   char kind = 0;  ///< 'B', 'X', 'L'; 0 for a malformed line
   int64_t step = 0;
-  int rank = -1;
+  std::vector<int> ranks;  ///< the lost ranks
   bool silent = false;
   std::string text;  ///< the beat's last action, or the lost rank's description
 };

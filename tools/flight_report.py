@@ -175,6 +175,12 @@ def main():
         print(f"  rank {rank}: " + (f"[{r['reason']}] step {r['step']}: {r['last']}" if r
                                      else "NO RECORD") + (f" ({ranks[rank]})" if rank in ranks
                                                           else ""))
+    # The heartbeat (job/heartbeat.h) named the lost ranks before the job ended: its word is the
+    # verdict (a stopped or vanished rank wrote no record of its own).
+    beats = [r["reason"] for r in records.values() if r["reason"].startswith("heartbeat: ")]
+    if beats:
+        print("verdict: " + beats[0][len("heartbeat: "):])
+        return
     findings, culprits = analyse(records, world_size, hosts)
     for finding in dict.fromkeys(findings):
         print("- " + finding)

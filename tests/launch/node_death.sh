@@ -2,16 +2,17 @@
 # A node that dies mid-run: 2 namespace nodes x 2 ranks train the GPT (dp 2 x pp 2, so both a
 # pipeline and a data-parallel group cross the nodes); after 3 steps every process on n2 is
 # SIGKILLed at once (its launcher agent and the ranks' death watchers too, as when a machine
-# fails). The ranks on n1 must end within 30 s, and the job must name the lost ranks:
-#   mpirun   mpiexec ends the job; run.dir/flight/died.txt (printed by `triax flight RUN_DIR`)
-#            names the ranks that vanished without a trace, on n2
-#   srun     Slurm notices a dead node only after SlurmdTimeout; the survivors time out after
-#            comm.timeout_s (20 s here) and `triax flight` names the ranks they waited for, or
-#            the node none of whose ranks wrote a record (Slurm ends the step when the first
-#            survivor gives up, which may be before the other's own timeout)
-#   torchrun each survivor's error names the host of the lost connection and its ranks
-#            (torchrun's own agent then waits in its exit barrier for the dead agent, up to
-#            300 s, a torchrun behaviour: the test stops it once the ranks have ended)
+# fails). At the default settings (comm.heartbeat_s 15, comm.timeout_s 300) the ranks on n1 must
+# end within 30 s, and the job must name the lost ranks:
+#   heartbeat  n2's ranks' heartbeat connections to rank 0 close: rank 0 names ranks 2, 3 on n2
+#              ("every rank on n2 is gone") on every survivor and in their flight records, which
+#              `triax flight RUN_DIR` gives as the verdict (job/heartbeat.h)
+#   mpirun     may be quicker: mpiexec ends the job as soon as it loses n2; then
+#              run.dir/flight/died.txt (the death watches) names the ranks that vanished
+#   srun       the ranks end by the heartbeat; srun itself then waits for n2's slurmd until Slurm
+#              declares the node down (SlurmdTimeout, minutes): the test stops it after 15 s
+#   torchrun   the same; torchrun's own agent then waits in its exit barrier for the dead agent
+#              (up to 300 s, a torchrun behaviour: the test stops it once the ranks have ended)
 #   LAUNCHER: mpirun | srun | torchrun
 # usage: node_death.sh LAUNCHER SOURCE_DIR TRIAX RUN_DIR CONFIG [--set ...]
 # Exit 77 (skipped, saying why) without root or namespaces.
@@ -33,7 +34,7 @@ rm -rf "$RUN"
 mkdir -p "$RUN"
 ARGS=(train "$CONFIG" "$@" --set parallel.tensor=1 --set parallel.pipeline=2
   --set train.steps=100000 --set train.log_every=1 --set train.eval_every=0 --set sample.tokens=0
-  --set comm.timeout_s=20 --set run.dir="$RUN")
+  --set run.dir="$RUN")
 if [ "$LAUNCHER" = srun ]; then
   "$SLURM" run srun -N 2 --ntasks-per-node 2 --mpi=pmi2 --kill-on-bad-exit=1 "$TRIAX" \
     "${ARGS[@]}" >"$RUN/node1.log" 2>&1 &
@@ -63,6 +64,15 @@ done
 seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 echo "ranks on n1 ended $seconds s after n2 died"
 if [ "$LAUNCHER" != torchrun ]; then
+  if [ "$LAUNCHER" = srun ]; then
+    # srun itself waits for the dead node's slurmd until Slurm declares the node down
+    # (SlurmdTimeout, minutes): the ranks have ended; stop it as a user would.
+    for _ in $(seq 1 150); do kill -0 %1 2>/dev/null || break; sleep 0.1; done
+    if kill -0 %1 2>/dev/null; then
+      echo "srun still waits for n2's slurmd (Slurm's SlurmdTimeout) 15 s after the ranks ended: stopping it"
+      kill %1
+    fi
+  fi
   rc=0
   wait %1 || rc=$?
   echo "$LAUNCHER exit status: $rc"
@@ -73,11 +83,12 @@ if [ "$LAUNCHER" != torchrun ]; then
   # Slurm does not notice a dead node for SlurmdTimeout, so the survivors' comm.timeout_s ends
   # the job; their flight records point at the ranks they waited for, and n2 is the node none of
   # whose ranks wrote one.
-  grep -q -e "rank 2 on n2, rank 3 on n2" -e "verdict: rank 2, 3 stopped the job" "$RUN/flight.txt" ||
+  grep -q -e "rank 2 on n2, rank 3 on n2" -e "verdict: rank 2, 3 stopped the job" \
+    -e "verdict: ranks 2 (pid [0-9]* on n2), 3 (pid [0-9]* on n2) are lost" "$RUN/flight.txt" ||
     { echo "FAIL: triax flight does not name the lost ranks" >&2; exit 1; }
 else
   cat "$RUN/node1.log" | grep -E "error" | head -6
-  grep -q "host n2, where ranks 2,3 ran" "$RUN/node1.log" ||
+  grep -q -e "host n2, where ranks 2,3 ran" -e "ranks 2 (pid [0-9]* on n2), 3 (pid [0-9]* on n2) are lost" "$RUN/node1.log" ||
     { echo "FAIL: the survivors do not name the lost ranks" >&2; exit 1; }
 fi
 [ "$alive" -eq 0 ] && awk -v s="$seconds" 'BEGIN { exit !(s < 30) }' ||
