@@ -1,5 +1,8 @@
 #include "job/stop_signal.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <csignal>
 
 #include "core/fault_point.h"
@@ -19,6 +22,13 @@ extern "C" void record_signal(int signal) {
 void install_stop_signals() {
   std::signal(SIGTERM, record_signal);
   std::signal(SIGUSR1, record_signal);
+  // The supervisor (tools/rank_supervisor.cpp) started this process with both blocked, so that
+  // one sent while LibTorch loaded waits: now it is recorded.
+  sigset_t stops;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGTERM);
+  sigaddset(&stops, SIGUSR1);
+  pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);
 }
 
 int stop_signal_received() {
