@@ -2,8 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
+#include <stdexcept>
 
 #include "core/atomic_file.h"
 #include "core/crc32.h"
@@ -59,8 +61,15 @@ ParameterEntry parameter_from(const YAML::Node& node) {
   ParameterEntry p;
   p.name = node["name"].as<std::string>();
   p.stage = node["stage"].as<int64_t>();
-  for (const std::string& size : split(node["shape"].as<std::string>(), 'x')) {
-    p.shape.push_back(std::stoll(size));
+  const std::string shape = node["shape"].as<std::string>();
+  for (const std::string& size : split(shape, 'x')) {
+    int64_t n = -1;
+    const auto [end, error] = std::from_chars(size.data(), size.data() + size.size(), n);
+    if (error != std::errc() || end != size.data() + size.size() || n < 0) {
+      throw std::invalid_argument(str("parameter ", p.name, ": shape '", shape,
+                                      "' is not sizes joined by 'x' (e.g. 768x3072)"));
+    }
+    p.shape.push_back(n);
   }
   p.tp_split_dim = node["tp_split_dim"].as<int64_t>();
   p.tp_split_stride = node["tp_split_stride"].as<int64_t>();
@@ -160,6 +169,8 @@ Manifest Manifest::read(const std::string& step_dir) {
     for (const auto& node : root["shards"]) m.shards.push_back(shard_from(node, step_dir));
     for (const auto& node : root["parameters"]) m.parameters.push_back(parameter_from(node));
   } catch (const YAML::Exception& e) {
+    throw ConfigError(str(file, ": not a readable checkpoint manifest: ", e.what()));
+  } catch (const std::invalid_argument& e) {
     throw ConfigError(str(file, ": not a readable checkpoint manifest: ", e.what()));
   }
   return m;

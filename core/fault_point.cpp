@@ -47,6 +47,7 @@ void stall_point(const char* name) {
   const std::vector<std::string> parts = split(spec, ':');
   if (parts.size() < 2 || parts[0] != name) return;
   if (parts.size() > 2 && std::atoi(parts[2].c_str()) != flight::rank()) return;
+  if (parts.size() > 3 && std::atoll(parts[3].c_str()) != flight::step()) return;
   const double seconds = std::atof(parts[1].c_str());
   std::fprintf(stderr, "[rank %d] stall point %s: sleeping %.0f s (TRIAX_STALL)\n", flight::rank(),
                name, seconds);

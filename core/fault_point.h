@@ -13,9 +13,9 @@
 //      skip-send        drop the step's first pipeline send (a lost message)
 //      skip-collective  leave out the step's stop-signal agreement (a collective one rank skips)
 //    The rank and step come from the flight recorder (flight::set_rank / set_step).
-//  - `TRIAX_STALL=NAME:SECONDS[:RANK]` makes the process (or only world rank RANK) sleep that
-//    long at stall point NAME, each time: a slow disk or file system (a live rank that is merely
-//    slow must not be declared lost).
+//  - `TRIAX_STALL=NAME:SECONDS[:RANK[:STEP]]` makes the process (or only world rank RANK, at
+//    optimizer step STEP) sleep that long at stall point NAME, each time: a slow disk or file
+//    system (a live rank that is merely slow must not be declared lost).
 #pragma once
 
 #include <cstdint>

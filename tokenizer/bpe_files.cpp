@@ -1,6 +1,7 @@
 #include "tokenizer/bpe_files.h"
 
 #include <array>
+#include <charconv>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -78,6 +79,40 @@ std::string base64_decode(const std::string& text, const std::string& where) {
   return out;
 }
 
+// Runs a reader; an error that is not already ours (a JSON value of the wrong type, a number
+// that does not parse) becomes a ConfigError naming the file, like every other refusal.
+template <class Read>
+BpeModel reading(const std::string& path, const char* what, Read read) {
+  try {
+    return read();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ConfigError(str(path, ": not a valid ", what, " (", e.what(), ")"));
+  }
+}
+
+// A token id from JSON: an integer in [0, 2^31) (nlohmann's get<int> of a float out of range
+// is undefined behaviour, and a negative id would index out of the table).
+int32_t json_id(const json& value, const std::string& where) {
+  const bool in_range =
+      (value.is_number_unsigned() && value.get<uint64_t>() <= INT32_MAX) ||
+      (value.is_number_integer() && value.get<int64_t>() >= 0 && value.get<int64_t>() <= INT32_MAX);
+  if (!in_range) {
+    throw ConfigError(str(where, ": token id ", value.dump(), " is not an integer in [0, 2^31)"));
+  }
+  return static_cast<int32_t>(value.get<int64_t>());
+}
+
+int64_t parse_rank(const std::string& text, const std::string& where) {
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 0) {
+    throw ConfigError(str(where, ": rank '", text, "' is not a non-negative integer"));
+  }
+  return value;
+}
+
 }  // namespace
 
 std::string byte_alphabet_to_bytes(const std::string& text, const std::string& where) {
@@ -103,101 +138,106 @@ std::string byte_alphabet_to_bytes(const std::string& text, const std::string& w
 }
 
 BpeModel read_gpt2_bpe(const std::string& vocab_json, const std::string& merges_txt) {
-  BpeModel model;
-  model.source = vocab_json;
-  model.pattern = pretokenizer_pattern("gpt2");
-  const json vocab = read_json(vocab_json);
-  for (const auto& [token, id] : vocab.items()) {
-    if (token == "<|endoftext|>") {
-      model.specials[token] = id.get<int32_t>();
-      set_token(model, id.get<int64_t>(), token, vocab_json);
-      model.eos = id.get<int32_t>();  // documents end with it; nothing marks their start
-      continue;
+  return reading(vocab_json, "GPT-2 encoder.json + vocab.bpe pair", [&] {
+    BpeModel model;
+    model.source = vocab_json;
+    model.pattern = pretokenizer_pattern("gpt2");
+    const json vocab = read_json(vocab_json);
+    for (const auto& [token, id] : vocab.items()) {
+      if (token == "<|endoftext|>") {
+        model.specials[token] = json_id(id, vocab_json);
+        set_token(model, json_id(id, vocab_json), token, vocab_json);
+        model.eos = json_id(id, vocab_json);  // documents end with it; nothing marks their start
+        continue;
+      }
+      set_token(model, json_id(id, vocab_json), byte_alphabet_to_bytes(token, vocab_json),
+                vocab_json);
     }
-    set_token(model, id.get<int64_t>(), byte_alphabet_to_bytes(token, vocab_json), vocab_json);
-  }
-  std::istringstream lines(read_file(merges_txt));
-  std::string line;
-  int64_t number = 0;
-  while (std::getline(lines, line)) {
-    ++number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty() || line.rfind("#version", 0) == 0) continue;
-    model.merges.push_back(split_merge(line, str(merges_txt, ":", number)));
-  }
-  return model;
+    std::istringstream lines(read_file(merges_txt));
+    std::string line;
+    int64_t number = 0;
+    while (std::getline(lines, line)) {
+      ++number;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.empty() || line.rfind("#version", 0) == 0) continue;
+      model.merges.push_back(split_merge(line, str(merges_txt, ":", number)));
+    }
+    return model;
+  });
 }
 
 BpeModel read_tokenizer_json(const std::string& path, const std::string& tokenizer_config) {
-  const json j = read_json(path);
-  const json& m = j.at("model");
-  if (m.value("type", std::string()) != "BPE") {
-    throw ConfigError(str(path, ": model.type ", m.value("type", std::string("?")),
-                          " (valid: BPE; a SentencePiece model is read from tokenizer.model)"));
-  }
-  const std::string pre = j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null()
-                              ? j["pre_tokenizer"].dump()
-                              : std::string();
-  const std::string dec =
-      j.contains("decoder") && !j["decoder"].is_null() ? j["decoder"].dump() : std::string();
-  if (pre.find("ByteLevel") == std::string::npos && dec.find("ByteLevel") == std::string::npos) {
-    throw ConfigError(str(path, ": not a byte-level BPE (no ByteLevel pre-tokenizer or decoder; ",
-                          "Llama 2 / Mistral style BPE: use their tokenizer.model)"));
-  }
-  BpeModel model;
-  model.source = path;
-  model.whole_pieces = m.value("ignore_merges", false);
-  model.pattern = pretokenizer_pattern("gpt2");
-  // A Split pre-tokenizer carries the family's regex (Llama 3, Qwen2).
-  const std::function<void(const json&)> find_split = [&](const json& node) {
-    if (node.is_object()) {
-      if (node.value("type", std::string()) == "Split" && node.contains("pattern") &&
-          node["pattern"].contains("Regex")) {
-        model.pattern = node["pattern"]["Regex"].get<std::string>();
+  return reading(path, "tokenizer.json", [&] {
+    const json j = read_json(path);
+    const json& m = j.at("model");
+    if (m.value("type", std::string()) != "BPE") {
+      throw ConfigError(str(path, ": model.type ", m.value("type", std::string("?")),
+                            " (valid: BPE; a SentencePiece model is read from tokenizer.model)"));
+    }
+    const std::string pre = j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null()
+                                ? j["pre_tokenizer"].dump()
+                                : std::string();
+    const std::string dec =
+        j.contains("decoder") && !j["decoder"].is_null() ? j["decoder"].dump() : std::string();
+    if (pre.find("ByteLevel") == std::string::npos && dec.find("ByteLevel") == std::string::npos) {
+      throw ConfigError(str(path, ": not a byte-level BPE (no ByteLevel pre-tokenizer or decoder; ",
+                            "Llama 2 / Mistral style BPE: use their tokenizer.model)"));
+    }
+    BpeModel model;
+    model.source = path;
+    model.whole_pieces = m.value("ignore_merges", false);
+    model.pattern = pretokenizer_pattern("gpt2");
+    // A Split pre-tokenizer carries the family's regex (Llama 3, Qwen2).
+    const std::function<void(const json&)> find_split = [&](const json& node) {
+      if (node.is_object()) {
+        if (node.value("type", std::string()) == "Split" && node.contains("pattern") &&
+            node["pattern"].contains("Regex")) {
+          model.pattern = node["pattern"]["Regex"].get<std::string>();
+        }
+        for (const auto& item : node) find_split(item);
+      } else if (node.is_array()) {
+        for (const auto& item : node) find_split(item);
       }
-      for (const auto& item : node) find_split(item);
-    } else if (node.is_array()) {
-      for (const auto& item : node) find_split(item);
+    };
+    if (j.contains("pre_tokenizer")) find_split(j["pre_tokenizer"]);
+    for (const auto& [token, id] : m.at("vocab").items()) {
+      set_token(model, json_id(id, path), byte_alphabet_to_bytes(token, path), path);
     }
-  };
-  if (j.contains("pre_tokenizer")) find_split(j["pre_tokenizer"]);
-  for (const auto& [token, id] : m.at("vocab").items()) {
-    set_token(model, id.get<int64_t>(), byte_alphabet_to_bytes(token, path), path);
-  }
-  for (const auto& merge : m.at("merges")) {
-    if (merge.is_string()) {
-      model.merges.push_back(split_merge(merge.get<std::string>(), path));
+    for (const auto& merge : m.at("merges")) {
+      if (merge.is_string()) {
+        model.merges.push_back(split_merge(merge.get<std::string>(), path));
+      } else {
+        model.merges.emplace_back(byte_alphabet_to_bytes(merge.at(0).get<std::string>(), path),
+                                  byte_alphabet_to_bytes(merge.at(1).get<std::string>(), path));
+      }
+    }
+    if (j.contains("added_tokens")) {
+      for (const auto& added : j["added_tokens"]) {
+        const std::string content = added.at("content").get<std::string>();
+        const int32_t id = json_id(added.at("id"), path);
+        set_token(model, id, content, path);
+        model.specials[content] = id;
+      }
+    }
+    const auto id_of = [&](const json& token) -> int32_t {
+      const std::string text =
+          token.is_object() ? token.value("content", std::string()) : token.get<std::string>();
+      const auto it = model.specials.find(text);
+      return it == model.specials.end() ? -1 : it->second;
+    };
+    if (!tokenizer_config.empty()) {
+      const json c = read_json(tokenizer_config);
+      if (c.contains("bos_token") && !c["bos_token"].is_null()) model.bos = id_of(c["bos_token"]);
+      if (c.contains("eos_token") && !c["eos_token"].is_null()) model.eos = id_of(c["eos_token"]);
     } else {
-      model.merges.emplace_back(byte_alphabet_to_bytes(merge.at(0).get<std::string>(), path),
-                                byte_alphabet_to_bytes(merge.at(1).get<std::string>(), path));
+      for (const auto& [text, id] : model.specials) {
+        if (text == "<|endoftext|>") model.eos = id;
+        if (text == "<|begin_of_text|>" || text == "<s>") model.bos = id;
+        if (text == "<|end_of_text|>" || text == "</s>") model.eos = id;
+      }
     }
-  }
-  if (j.contains("added_tokens")) {
-    for (const auto& added : j["added_tokens"]) {
-      const std::string content = added.at("content").get<std::string>();
-      const int32_t id = added.at("id").get<int32_t>();
-      set_token(model, id, content, path);
-      model.specials[content] = id;
-    }
-  }
-  const auto id_of = [&](const json& token) -> int32_t {
-    const std::string text =
-        token.is_object() ? token.value("content", std::string()) : token.get<std::string>();
-    const auto it = model.specials.find(text);
-    return it == model.specials.end() ? -1 : it->second;
-  };
-  if (!tokenizer_config.empty()) {
-    const json c = read_json(tokenizer_config);
-    if (c.contains("bos_token") && !c["bos_token"].is_null()) model.bos = id_of(c["bos_token"]);
-    if (c.contains("eos_token") && !c["eos_token"].is_null()) model.eos = id_of(c["eos_token"]);
-  } else {
-    for (const auto& [text, id] : model.specials) {
-      if (text == "<|endoftext|>") model.eos = id;
-      if (text == "<|begin_of_text|>" || text == "<s>") model.bos = id;
-      if (text == "<|end_of_text|>" || text == "</s>") model.eos = id;
-    }
-  }
-  return model;
+    return model;
+  });
 }
 
 bool looks_like_tiktoken(const std::string& path) {
@@ -214,48 +254,50 @@ bool looks_like_tiktoken(const std::string& path) {
 }
 
 BpeModel read_tiktoken(const std::string& path, const std::string& pattern_family) {
-  BpeModel model;
-  model.source = path;
-  model.rank_by_token = true;
-  model.whole_pieces = true;
-  model.pattern = pretokenizer_pattern(pattern_family);
-  std::istringstream lines(read_file(path));
-  std::string line;
-  int64_t number = 0, ranks = 0;
-  while (std::getline(lines, line)) {
-    ++number;
-    if (line.empty()) continue;
-    const size_t space = line.find(' ');
-    const std::string where = str(path, ":", number);
-    if (space == std::string::npos) throw ConfigError(str(where, ": expected 'base64 rank'"));
-    set_token(model, std::stoll(line.substr(space + 1)),
-              base64_decode(line.substr(0, space), where), where);
-    ++ranks;
-  }
-  if (ranks == 128000) {
-    // Llama 3(.1)'s special tokens (meta-llama/llama3 llama/tokenizer.py), ids 128000..128255.
-    std::vector<std::string> names = {"<|begin_of_text|>",
-                                      "<|end_of_text|>",
-                                      "<|reserved_special_token_0|>",
-                                      "<|reserved_special_token_1|>",
-                                      "<|finetune_right_pad_id|>",
-                                      "<|step_id|>",
-                                      "<|start_header_id|>",
-                                      "<|end_header_id|>",
-                                      "<|eom_id|>",
-                                      "<|eot_id|>",
-                                      "<|python_tag|>"};
-    for (int i = 2; names.size() < 256; ++i)
-      names.push_back(str("<|reserved_special_token_", i, "|>"));
-    for (size_t k = 0; k < names.size(); ++k) {
-      const int32_t id = static_cast<int32_t>(ranks + static_cast<int64_t>(k));
-      set_token(model, id, names[k], path);
-      model.specials[names[k]] = id;
+  return reading(path, "tiktoken rank file", [&] {
+    BpeModel model;
+    model.source = path;
+    model.rank_by_token = true;
+    model.whole_pieces = true;
+    model.pattern = pretokenizer_pattern(pattern_family);
+    std::istringstream lines(read_file(path));
+    std::string line;
+    int64_t number = 0, ranks = 0;
+    while (std::getline(lines, line)) {
+      ++number;
+      if (line.empty()) continue;
+      const size_t space = line.find(' ');
+      const std::string where = str(path, ":", number);
+      if (space == std::string::npos) throw ConfigError(str(where, ": expected 'base64 rank'"));
+      set_token(model, parse_rank(line.substr(space + 1), where),
+                base64_decode(line.substr(0, space), where), where);
+      ++ranks;
     }
-    model.bos = 128000;
-    model.eos = 128001;
-  }
-  return model;
+    if (ranks == 128000) {
+      // Llama 3(.1)'s special tokens (meta-llama/llama3 llama/tokenizer.py), ids 128000..128255.
+      std::vector<std::string> names = {"<|begin_of_text|>",
+                                        "<|end_of_text|>",
+                                        "<|reserved_special_token_0|>",
+                                        "<|reserved_special_token_1|>",
+                                        "<|finetune_right_pad_id|>",
+                                        "<|step_id|>",
+                                        "<|start_header_id|>",
+                                        "<|end_header_id|>",
+                                        "<|eom_id|>",
+                                        "<|eot_id|>",
+                                        "<|python_tag|>"};
+      for (int i = 2; names.size() < 256; ++i)
+        names.push_back(str("<|reserved_special_token_", i, "|>"));
+      for (size_t k = 0; k < names.size(); ++k) {
+        const int32_t id = static_cast<int32_t>(ranks + static_cast<int64_t>(k));
+        set_token(model, id, names[k], path);
+        model.specials[names[k]] = id;
+      }
+      model.bos = 128000;
+      model.eos = 128001;
+    }
+    return model;
+  });
 }
 
 }  // namespace triax

@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 #   sentencepiece: SentencePiece models and training (spm_encode is the tests' oracle).
 # python3-regex: the tests' Python reference for the BPE pre-tokenisation regexes. nodejs: npm's
 #   own GPT-2 encoder (Encoder.js), the tokenizer benchmark's second comparison.
-PACKAGES=(g++ cmake ninja-build clang-format libtorch-dev libopenblas0-openmp mpich libmpich-dev
+PACKAGES=(g++ cmake ninja-build clang-format clang libtorch-dev libopenblas0-openmp mpich libmpich-dev
   libyaml-cpp-dev catch2 zlib1g-dev dataset-fashion-mnist python3-torch iproute2 util-linux procps
   libgloo-dev fortunes python3-matplotlib slurm-wlm nlohmann-json3-dev libpcre2-dev
   libsentencepiece-dev sentencepiece python3-regex nodejs)

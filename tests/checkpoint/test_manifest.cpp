@@ -192,7 +192,9 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
                                 "    hierarchical: \"auto\"\n",
                                 "    tokenizer: \"bytes\"\n",
                                 "    precision: \"fp32\"\n",
-                                "    reduce_dtype: \"fp32\"\n"}) {
+                                "    reduce_dtype: \"fp32\"\n",
+                                "    heartbeat_s: 15\n",
+                                "    async: false\n"}) {
     const auto at = written.find(key);
     REQUIRE(at != std::string::npos);
     written.erase(at, key.size());

@@ -6,15 +6,21 @@
 #   2. a rank merely slow — its checkpoint write stalled 60 s (TRIAX_STALL), longer than the
 #      heartbeat's bound, while its peers wait in the save's collective — is never declared lost:
 #      the run finishes, exit 0
-# usage: liveness.sh WORK MPIEXEC TRIAX CONFIG [--set ...]
+# With LAUNCHER=torchrun the same runs go through a real torchrun (tcp backend).
+# usage: liveness.sh WORK MPIEXEC|torchrun TRIAX CONFIG [--set ...]
 set -uo pipefail
-WORK=$1 MPIEXEC=$2 TRIAX=$3 CONFIG=$4
+WORK=$1 LAUNCHER=$2 TRIAX=$3 CONFIG=$4
 shift 4
+if [ "$(basename "$LAUNCHER")" = torchrun ]; then
+  LAUNCH=(torchrun --no_python -r 9:1 -t 9:1 --standalone --nproc_per_node=4)
+else
+  LAUNCH=("$LAUNCHER" -n 4)
+fi
 rm -rf "$WORK"
 mkdir -p "$WORK"
 for victim in 3 0; do
   start=$(date +%s.%N)
-  TRIAX_FAULT=stop:$victim:3 timeout 120 "$MPIEXEC" -n 4 "$TRIAX" train "$CONFIG" "$@" \
+  TRIAX_FAULT=stop:$victim:3 timeout 120 "${LAUNCH[@]}" "$TRIAX" train "$CONFIG" "$@" \
     --set train.steps=50 --set sample.tokens=0 --set run.dir="$WORK/stop$victim" \
     >"$WORK/stop$victim.log" 2>&1
   rc=$?
@@ -35,7 +41,7 @@ for victim in 3 0; do
 done
 
 start=$(date +%s.%N)
-TRIAX_STALL=checkpoint-shard:60:0 timeout 200 "$MPIEXEC" -n 4 "$TRIAX" train "$CONFIG" "$@" \
+TRIAX_STALL=checkpoint-shard:60:0 timeout 200 "${LAUNCH[@]}" "$TRIAX" train "$CONFIG" "$@" \
   --set train.steps=3 --set checkpoint.every=2 --set checkpoint.at_end=false --set checkpoint.async=false --set sample.tokens=0 \
   --set run.dir="$WORK/slow" >"$WORK/slow.log" 2>&1
 rc=$?
@@ -43,4 +49,4 @@ seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a 
 grep -E "stall point|heartbeat:|done:" "$WORK/slow.log" | cut -c1-160
 [ $rc -eq 0 ] || { echo "FAIL: a 60 s save ended the job (exit $rc)"; exit 1; }
 ! grep -q "is lost" "$WORK/slow.log" || { echo "FAIL: a slow rank was declared lost"; exit 1; }
-echo "PASS: stopped ranks named within 30 s at default settings; a 60 s save stall (run took $seconds s) was not a false alarm"
+echo "PASS ($(basename "$LAUNCHER")): stopped ranks named within 30 s at default settings; a 60 s save stall (run took $seconds s) was not a false alarm"

@@ -9,17 +9,22 @@
 set -uo pipefail
 WORK=$1 MPIEXEC=$2 TRIAX=$3 CONFIG=$4
 shift 4
-COMPARE=$(dirname "$0")/compare_losses.py
+
 rm -rf "$WORK" "$WORK.reference"
 ARGS=(train "$CONFIG" "$@" --set train.steps=6 --set sample.tokens=0)
 "$MPIEXEC" -n 8 "$TRIAX" "${ARGS[@]}" --set run.dir="$WORK" --resume auto >"$WORK.log" 2>&1 &
 launcher=$!
 sleep 0.3
+# 0.3 s after launch, or (on a loaded machine) as soon as the launcher has started a rank.
 signalled=0
-for pid in $(pgrep -x triax; pgrep -x triax-core); do
-  if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "run.dir=$WORK "; then
-    kill -USR1 "$pid" && signalled=$((signalled + 1))
-  fi
+for _ in $(seq 1 100); do
+  for pid in $(pgrep -x triax; pgrep -x triax-core); do
+    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "run.dir=$WORK "; then
+      kill -USR1 "$pid" && signalled=$((signalled + 1))
+    fi
+  done
+  [ $signalled -gt 0 ] && break
+  sleep 0.05
 done
 started=$(grep -c "launch:" "$WORK.log")
 wait $launcher
@@ -33,5 +38,5 @@ grep -q "stopping after step 1 on signal 10" "$WORK.log" || { echo "FAIL: not ho
   { cat "$WORK.resume.log"; echo "FAIL: the resume failed"; exit 1; }
 "$MPIEXEC" -n 8 "$TRIAX" "${ARGS[@]}" --set run.dir="$WORK.reference" >"$WORK.reference.log" 2>&1 ||
   { echo "FAIL: the reference run failed"; exit 1; }
-/usr/bin/python3 "$COMPARE" "$WORK" "$WORK.reference" 0 || { echo "FAIL: the resumed losses differ"; exit 1; }
+/usr/bin/python3 "$(dirname "$0")/compare_losses.py" "$WORK" "$WORK.reference" 0 || { echo "FAIL: the resumed losses differ"; exit 1; }
 echo "PASS: SIGUSR1 0.3 s after launch -> step 1, checkpoint, exit 0; the resume reproduces the uninterrupted run"
