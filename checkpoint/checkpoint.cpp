@@ -55,7 +55,7 @@ ShardRecord write_checkpoint_shard(const ShardTarget& target, CheckpointContents
   record.shard.file = target.dir + "/" + shard_name(target.pipeline_rank, target.tensor_rank);
   record.shard.pipeline_rank = target.pipeline_rank;
   record.shard.tensor_rank = target.tensor_rank;
-  stall_point("checkpoint-shard");
+  stall_point("checkpoint-shard", target.step);
   save_safetensors(record.shard.file, shard);
   fault_point("checkpoint-shard-written", target.step);
   record.shard.crc32 = file_crc32(record.shard.file, &record.shard.bytes);

@@ -41,13 +41,13 @@ bool fault_due(const char* kind) {
   return true;
 }
 
-void stall_point(const char* name) {
+void stall_point(const char* name, int64_t step) {
   const char* spec = std::getenv("TRIAX_STALL");
   if (spec == nullptr) return;
   const std::vector<std::string> parts = split(spec, ':');
   if (parts.size() < 2 || parts[0] != name) return;
   if (parts.size() > 2 && std::atoi(parts[2].c_str()) != flight::rank()) return;
-  if (parts.size() > 3 && std::atoll(parts[3].c_str()) != flight::step()) return;
+  if (parts.size() > 3 && std::atoll(parts[3].c_str()) != step) return;
   const double seconds = std::atof(parts[1].c_str());
   std::fprintf(stderr, "[rank %d] stall point %s: sleeping %.0f s (TRIAX_STALL)\n", flight::rank(),
                name, seconds);

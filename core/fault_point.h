@@ -14,8 +14,8 @@
 //      skip-collective  leave out the step's stop-signal agreement (a collective one rank skips)
 //    The rank and step come from the flight recorder (flight::set_rank / set_step).
 //  - `TRIAX_STALL=NAME:SECONDS[:RANK[:STEP]]` makes the process (or only world rank RANK, at
-//    optimizer step STEP) sleep that long at stall point NAME, each time: a slow disk or file
-//    system (a live rank that is merely slow must not be declared lost).
+//    STEP: the step a checkpoint is of) sleep that long at stall point NAME, each time: a slow disk
+//    or file system (a live rank that is merely slow must not be declared lost).
 #pragma once
 
 #include <cstdint>
@@ -27,8 +27,8 @@ void fault_point(const char* name, int64_t step);
 /// True once, when TRIAX_FAULT names `kind` for this rank and the current step.
 bool fault_due(const char* kind);
 
-/// Sleeps when TRIAX_STALL names `name` (and this rank).
-void stall_point(const char* name);
+/// Sleeps when TRIAX_STALL names `name` (and this rank, and `step`).
+void stall_point(const char* name, int64_t step);
 
 /// Acts out stop, kill, exit or error when due (called at the start of each step).
 void inject_step_fault();

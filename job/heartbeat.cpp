@@ -127,24 +127,26 @@ int connect_to(const std::string& address, int port, double seconds) {
 }
 
 // Reads what is there; returns false when the peer closed the connection (or it broke).
+// The lines read come out even when the connection then closed (a goodbye and the close
+// arrive together).
 bool receive(Peer& peer, std::vector<std::string>* lines) {
   char chunk[4096];
+  bool open = true;
   for (;;) {
     const ssize_t n = ::recv(peer.fd, chunk, sizeof(chunk), MSG_DONTWAIT);
     if (n > 0) {
       peer.buffer.append(chunk, static_cast<size_t>(n));
       continue;
     }
-    if (n == 0) return false;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-    if (errno == EINTR) continue;
-    return false;
+    if (n < 0 && errno == EINTR) continue;
+    open = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    break;
   }
   for (size_t end; (end = peer.buffer.find('\n')) != std::string::npos;) {
     lines->push_back(peer.buffer.substr(0, end));
     peer.buffer.erase(0, end + 1);
   }
-  return true;
+  return open;
 }
 
 std::string flat(std::string text) {
@@ -218,6 +220,40 @@ struct Heartbeat::State {
           is_killer(lost, e.host) && ::kill(static_cast<pid_t>(e.pid), SIGKILL) == 0) {
         log::error(str("heartbeat: killed rank ", lost, " (pid ", e.pid,
                        ", stopped or frozen on this host) so that the job ends"));
+      }
+    }
+  }
+
+  // After the goodbye: a socket closed with unread bytes is reset, not closed, and a reset can
+  // discard the goodbye before the peer reads it (it would then report this rank lost). So
+  // this end stops writing, and reads until each peer has closed its end too (it does on our
+  // goodbye, or has said its own) or 2 s have passed.
+  void linger() {
+    std::lock_guard<std::mutex> lock(send_mutex);
+    for (Peer& p : peers) ::shutdown(p.fd, SHUT_WR);
+    const Clock::time_point start = Clock::now();
+    std::vector<bool> done(peers.size(), false);
+    for (;;) {
+      std::vector<pollfd> fds;
+      std::vector<size_t> which;
+      for (size_t i = 0; i < peers.size(); ++i) {
+        if (!done[i]) {
+          fds.push_back(pollfd{peers[i].fd, POLLIN, 0});
+          which.push_back(i);
+        }
+      }
+      if (fds.empty() || since(start) > 2.0) return;
+      ::poll(fds.data(), fds.size(), 100);
+      for (size_t k = 0; k < fds.size(); ++k) {
+        char chunk[4096];
+        for (;;) {
+          const ssize_t n = ::recv(fds[k].fd, chunk, sizeof(chunk), MSG_DONTWAIT);
+          if (n > 0) continue;
+          if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            done[which[k]] = true;
+          }
+          break;
+        }
       }
     }
   }
@@ -312,6 +348,8 @@ struct Heartbeat::State {
         }
       } else if (m.kind == 'X') {
         p.gone = true;
+        // Our end closes too: the peer lingers until it sees that (see linger()).
+        ::shutdown(p.fd, SHUT_WR);
       } else if (m.kind == 'L' && rank != 0) {
         end_process(m.ranks, m.silent, m.text);
       }
@@ -468,6 +506,7 @@ void Heartbeat::stop() {
   if (!state_) return;
   state_->goodbye();
   if (thread_.joinable()) thread_.join();
+  state_->linger();
   for (Peer& p : state_->peers) ::close(p.fd);
   state_->peers.clear();
   state_.reset();

@@ -36,9 +36,9 @@ for when in after during; do
   [ $when = during ] && stall=checkpoint-shard:120:2:8
   for node in 2 1; do
     "$CLUSTER" on "n$node" env TRIAX_STALL="$stall" torchrun --no_python -r 9:1 -t 9:1 \
-      --nnodes 1:2 --nproc_per_node 2 --max-restarts 3 --rdzv-backend c10d \
-      --rdzv-endpoint n1:29600 --rdzv-id "triax-elastic-$when" --rdzv-conf last_call_timeout=2 \
-      --monitor-interval 0.5 "$TRIAX" "${ARGS[@]}" --set run.dir="$RUN" --resume auto \
+      --nnodes 1:2 --nproc_per_node 2 --max_restarts 3 --rdzv_backend c10d \
+      --rdzv_endpoint n1:29600 --rdzv_id "triax-elastic-$when" --rdzv_conf last_call_timeout=2 \
+      --monitor_interval 0.5 "$TRIAX" "${ARGS[@]}" --set run.dir="$RUN" --resume auto \
       >"$RUN/node$node.log" 2>&1 &
     [ $node = 2 ] && sleep 1
   done
@@ -46,6 +46,8 @@ for when in after during; do
   for _ in $(seq 1 1200); do
     if [ $when = after ]; then
       [ -f "$RUN/checkpoints/step_00000008/manifest.yaml" ] && break
+    elif ! jobs %- >/dev/null 2>&1; then
+      break
     else
       grep -q "stall point checkpoint-shard" "$RUN/node2.log" 2>/dev/null &&
         [ -f "$RUN/metrics.jsonl" ] && [ "$(wc -l <"$RUN/metrics.jsonl")" -ge 9 ] && break
