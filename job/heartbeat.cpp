@@ -503,17 +503,23 @@ Heartbeat::Heartbeat(Communicator& world, const RankTable& table, double lost_af
 }
 
 void Heartbeat::stop() {
+  end(true);
+}
+
+void Heartbeat::end(bool linger) {
   if (!state_) return;
   state_->goodbye();
   if (thread_.joinable()) thread_.join();
-  state_->linger();
+  if (linger) state_->linger();
   for (Peer& p : state_->peers) ::close(p.fd);
   state_->peers.clear();
   state_.reset();
 }
 
 Heartbeat::~Heartbeat() {
-  stop();
+  // Unwinding to the failure path: say goodbye, but do not wait for peers (a stopped one would
+  // hold the error's report back).
+  end(false);
 }
 
 void heartbeat_goodbye() {

@@ -57,12 +57,15 @@ class Heartbeat {
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;
 
-  /// Says goodbye and stops the thread: this rank ends on purpose.
+  /// Says goodbye, stops the thread and waits (up to 2 s) until the peers have closed too: this
+  /// rank ends on purpose. (The destructor says goodbye without waiting.)
   void stop();
 
   struct State;  ///< the thread's (job/heartbeat.cpp)
 
  private:
+  void end(bool linger);
+
   std::shared_ptr<State> state_;
   std::thread thread_;
 };

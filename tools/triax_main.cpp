@@ -292,8 +292,10 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     Training training(*plan, context, kProcessStart, launch.local_rank == 0);
     if (checkpoint) training.resume_from(*checkpoint);
     training.run();
-    context.world().barrier();
+    // The goodbyes before the last barrier: ranks leave it together, and MPI_Finalize across
+    // nodes (UCX over TCP) hangs when some ranks reach it seconds before the others.
     heartbeat.stop();
+    context.world().barrier();
     death_watch_done();
   } catch (const ConfigError& e) {
     end_job_after_error(*world, e, kExitUsage, launch.rank, launch.world_size, ranks);
