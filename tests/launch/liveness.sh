@@ -6,14 +6,23 @@
 #   2. a rank merely slow — its checkpoint write stalled 60 s (TRIAX_STALL), longer than the
 #      heartbeat's bound, while its peers wait in the save's collective — is never declared lost:
 #      the run finishes, exit 0
-# With LAUNCHER=torchrun the same runs go through a real torchrun (tcp backend).
-# usage: liveness.sh WORK MPIEXEC|torchrun TRIAX CONFIG [--set ...]
+# With LAUNCHER=torchrun the same runs go through a real torchrun (tcp backend); with
+# LAUNCHER=srun through `srun -N 2 --ntasks-per-node 2` on a 2-node Slurm cluster of namespace
+# nodes (ranks 0-1 on n1, 2-3 on n2; exit 77 without root).
+# usage: liveness.sh WORK MPIEXEC|torchrun|srun TRIAX CONFIG [--set ...]
 set -uo pipefail
 WORK=$1 LAUNCHER=$2 TRIAX=$3 CONFIG=$4
 shift 4
 STALL=${STALL:-60}  # seconds; longer than comm.heartbeat_s (15) is what matters
 if [ "$(basename "$LAUNCHER")" = torchrun ]; then
   LAUNCH=(torchrun --no_python -r 9:1 -t 9:1 --standalone --nproc_per_node=4)
+elif [ "$LAUNCHER" = srun ]; then
+  SLURM=$(cd "$(dirname "$0")/../.." && pwd)/tools/slurm/local-cluster.sh
+  export TRIAX_CLUSTER=triax-live-srun TRIAX_CLUSTER_NET=10.80.0 TRIAX_SLURM_NODES=2
+  export TRIAX_SLURM_NS=$TRIAX_CLUSTER TRIAX_SLURM_DIR=/tmp/$TRIAX_CLUSTER
+  "$SLURM" up || exit $?
+  trap '"$SLURM" down' EXIT
+  LAUNCH=("$SLURM" run srun -N 2 --ntasks-per-node 2 --mpi=pmi2 --kill-on-bad-exit=1)
 else
   LAUNCH=("$LAUNCHER" -n 4)
 fi
@@ -29,7 +38,7 @@ for victim in 3 0; do
   grep "heartbeat:" "$WORK/stop$victim.log" | head -3 | cut -c1-220
   [ $rc -ne 0 ] && [ $rc -ne 124 ] || { echo "FAIL: stop rank $victim: exit $rc"; exit 1; }
   awk -v s="$seconds" 'BEGIN { exit !(s < 30) }' || { echo "FAIL: took $seconds s"; exit 1; }
-  survivors=$(grep -c "error: heartbeat: rank $victim (pid [0-9]* on $(hostname)) is lost: no heartbeat for" \
+  survivors=$(grep -c "error: heartbeat: rank $victim (pid [0-9]* on [^)]*) is lost: no heartbeat for" \
     "$WORK/stop$victim.log")
   [ "$survivors" -eq 3 ] || { cat "$WORK/stop$victim.log"; echo "FAIL: $survivors of 3 survivors named rank $victim"; exit 1; }
   if [ $victim -ne 0 ]; then
