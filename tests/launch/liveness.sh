@@ -17,7 +17,8 @@ STALL=${STALL:-60}  # seconds; longer than comm.heartbeat_s (15) is what matters
 if [ "$(basename "$LAUNCHER")" = torchrun ]; then
   LAUNCH=(torchrun --no_python -r 9:1 -t 9:1 --standalone --nproc_per_node=4)
 elif [ "$LAUNCHER" = srun ]; then
-  SLURM=$(cd "$(dirname "$0")/../.." && pwd)/tools/slurm/local-cluster.sh
+  ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+  SLURM=$ROOT/tools/slurm/local-cluster.sh
   export TRIAX_CLUSTER=triax-live-srun TRIAX_CLUSTER_NET=10.80.0 TRIAX_SLURM_NODES=2
   export TRIAX_SLURM_NS=$TRIAX_CLUSTER TRIAX_SLURM_DIR=/tmp/$TRIAX_CLUSTER
   "$SLURM" up || exit $?
