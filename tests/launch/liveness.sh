@@ -14,6 +14,7 @@ set -uo pipefail
 WORK=$1 LAUNCHER=$2 TRIAX=$3 CONFIG=$4
 shift 4
 STALL=${STALL:-60}  # seconds; longer than comm.heartbeat_s (15) is what matters
+# VICTIMS: the ranks stopped in turn (default "3 0": a rank, then the heartbeat's watcher).
 if [ "$(basename "$LAUNCHER")" = torchrun ]; then
   LAUNCH=(torchrun --no_python -r 9:1 -t 9:1 --standalone --nproc_per_node=4)
 elif [ "$LAUNCHER" = srun ]; then
@@ -29,7 +30,7 @@ else
 fi
 rm -rf "$WORK"
 mkdir -p "$WORK"
-for victim in 3 0; do
+for victim in ${VICTIMS:-3 0}; do
   start=$(date +%s.%N)
   TRIAX_FAULT=stop:$victim:3 timeout 120 "${LAUNCH[@]}" "$TRIAX" train "$CONFIG" "$@" \
     --set train.steps=50 --set sample.tokens=0 --set run.dir="$WORK/stop$victim" \
