@@ -92,6 +92,21 @@ int main(int argc, char** argv) {
   sigprocmask(SIG_BLOCK, &stops, nullptr);  // first: held, not lost, until triax-core takes them
 
   const std::string core = core_path(argv[0]);
+  // Across nodes under MPICH's hydra (fewer ranks on this node than in the job), the supervisor
+  // made MPI_Finalize over UCX hang and hydra then fail the finished job (about one run in two
+  // on namespace nodes; also when it only held the signals and exec'd in place; not understood
+  // yet). There it steps aside: triax-core runs as if started directly, so a signal in its
+  // first ~0.3 s takes the default action, and a killed rank is named by the death watch's
+  // run.dir/flight/died.txt rather than on the terminal.
+  const char* local = std::getenv("MPI_LOCALNRANKS");
+  const char* size = std::getenv("PMI_SIZE");
+  if (local != nullptr && size != nullptr && std::atoi(local) < std::atoi(size)) {
+    sigprocmask(SIG_UNBLOCK, &stops, nullptr);
+    argv[0] = const_cast<char*>("triax");
+    ::execv(core.c_str(), argv);
+    std::fprintf(stderr, "triax: cannot run %s: %s\n", core.c_str(), std::strerror(errno));
+    return 127;
+  }
   const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) {
