@@ -145,6 +145,9 @@ int main(int argc, char** argv) {
                who.c_str(), who.c_str(), static_cast<int>(child), host, signal, signal_text(signal),
                static_cast<int>(::getpid()));
   std::fflush(stderr);
+  // A rank often dies because another one did (MPI aborts on a vanished peer): a moment for the
+  // other supervisors to say theirs before the launcher, seeing this one end, ends them all.
+  ::usleep(300 * 1000);
   // Die the same way, so the launcher reports what it always did (without a core of this
   // process: the crash was triax-core's).
   const rlimit no_core{0, 0};
