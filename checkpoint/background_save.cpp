@@ -8,10 +8,6 @@
 namespace triax {
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count();
-}
-
 std::string seconds(double value) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.2f", value);
@@ -41,15 +37,15 @@ BackgroundSave::~BackgroundSave() {
 std::string BackgroundSave::save(int64_t step, const CheckpointLayout& layout,
                                  const std::function<CheckpointContents()>& contents, bool wait) {
   if (pending_) {
-    const double start = now_s();
+    const SteadyClock::time_point start = SteadyClock::now();
     const int64_t previous = pending_->target.step;
     finish();
     log::info(str("checkpoint of step ", step, " is due while step ", previous,
-                  "'s was still being written: waited ", seconds(now_s() - start),
+                  "'s was still being written: waited ", seconds(seconds_since(start)),
                   " s for it (at most one save in flight)"));
   }
   if (!async_ || wait) return save_checkpoint(context_, config_, step, layout, contents);
-  const double start = now_s();
+  const SteadyClock::time_point start = SteadyClock::now();
   const flight::Label label(str("checkpoint of step ", step, ": snapshot"));
   Pending pending;
   pending.target = shard_target(context_, begin_checkpoint(context_, config_, step), step);
@@ -65,7 +61,7 @@ std::string BackgroundSave::save(int64_t step, const CheckpointLayout& layout,
     none.set_value("");
     pending.record = none.get_future();
   }
-  pending.snapshot_s = now_s() - start;
+  pending.snapshot_s = seconds_since(start);
   pending.started_at = start;
   pending_ = std::move(pending);
   return pending_->target.dir;
@@ -93,12 +89,12 @@ void BackgroundSave::complete() {
   // A writer's error (a full disk) surfaces here, on its rank, as a synchronous save's would.
   const std::string mine = pending.record.get();
   const flight::Label label(str("checkpoint of step ", pending.target.step, ": manifest"));
-  const double start = now_s();
+  const SteadyClock::time_point start = SteadyClock::now();
   complete_checkpoint(context_, config_, pending.target, pending.layout, mine);
   log::info(str("checkpoint of step ", pending.target.step, " saved to ", pending.target.dir,
-                " in ", seconds(now_s() - pending.started_at), " s, in the background (training ",
-                "paused ", seconds(pending.snapshot_s), " s for the snapshot and ",
-                seconds(now_s() - start), " s for the manifest)"));
+                " in ", seconds(seconds_since(pending.started_at)),
+                " s, in the background (training ", "paused ", seconds(pending.snapshot_s),
+                " s for the snapshot and ", seconds(seconds_since(start)), " s for the manifest)"));
 }
 
 }  // namespace triax

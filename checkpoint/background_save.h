@@ -24,6 +24,7 @@
 #include <string>
 
 #include "checkpoint/checkpoint.h"
+#include "core/timing.h"
 
 namespace triax {
 
@@ -51,7 +52,7 @@ class BackgroundSave {
     CheckpointLayout layout;
     std::future<std::string> record;  ///< the encoded ShardRecord ("" on non-writers)
     double snapshot_s = 0;
-    double started_at = 0;  ///< seconds on the steady clock
+    SteadyClock::time_point started_at;
   };
   void complete();
 

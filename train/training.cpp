@@ -13,6 +13,7 @@
 #include "core/flight_recorder.h"
 #include "core/log.h"
 #include "core/run_paths.h"
+#include "core/timing.h"
 #include "job/output_check.h"
 #include "job/stop_signal.h"
 #include "schedules/pipeline_trace.h"
@@ -25,10 +26,6 @@ namespace triax {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 std::string fixed(double value, int digits) {
   char text[64];
