@@ -1,5 +1,6 @@
 #include "core/fault_point.h"
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -12,6 +13,13 @@
 #include "core/strings.h"
 
 namespace triax {
+namespace {
+
+// Set from a signal handler: a lock-free atomic store is async-signal-safe.
+std::atomic<bool> stalls_ended{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+}  // namespace
 
 void fault_point(const char* name, int64_t step) {
   const char* target = std::getenv("TRIAX_KILL_AT");
@@ -52,7 +60,18 @@ void stall_point(const char* name, int64_t step) {
   std::fprintf(stderr, "[rank %d] stall point %s: sleeping %.0f s (TRIAX_STALL)\n", flight::rank(),
                name, seconds);
   std::fflush(stderr);
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until && !stalls_ended.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (stalls_ended.load()) {
+    std::fprintf(stderr, "[rank %d] stall point %s: ended early by a stop signal\n", flight::rank(),
+                 name);
+  }
+}
+
+void end_stalls() {
+  stalls_ended.store(true);
 }
 
 void inject_step_fault() {

@@ -1,4 +1,5 @@
-// defines: triax::fault_point, triax::fault_due, triax::inject_step_fault, triax::stall_point
+// defines: triax::fault_point, triax::fault_due, triax::inject_step_fault, triax::stall_point,
+//          triax::end_stalls
 //
 // Note [Fault injection]: faults on purpose, for tests; unset (always, outside tests) each check
 // is one getenv.
@@ -15,7 +16,12 @@
 //    The rank and step come from the flight recorder (flight::set_rank / set_step).
 //  - `TRIAX_STALL=NAME:SECONDS[:RANK[:STEP]]` makes the process (or only world rank RANK, at
 //    STEP: the step a checkpoint is of) sleep that long at stall point NAME, each time: a slow disk
-//    or file system (a live rank that is merely slow must not be declared lost).
+//    or file system (a live rank that is merely slow must not be declared lost). Stall points:
+//      checkpoint-shard  before a rank writes its shard (STEP: the step the checkpoint is of)
+//      step              before the optimizer step STEP: a rank held at a step, e.g. so that a
+//                        test can let a node join an elastic job while the run is at that step
+//    A stop signal (SIGTERM/SIGUSR1, job/stop_signal.h) ends every stall at once, as it would
+//    end a test's wait: the rank then goes on and stops as it always does.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +35,9 @@ bool fault_due(const char* kind);
 
 /// Sleeps when TRIAX_STALL names `name` (and this rank, and `step`).
 void stall_point(const char* name, int64_t step);
+
+/// Ends the current and every later stall; async-signal-safe (called by the stop-signal handler).
+void end_stalls();
 
 /// Acts out stop, kill, exit or error when due (called at the start of each step).
 void inject_step_fault();

@@ -227,8 +227,8 @@ struct Heartbeat::State {
   // After the goodbye: a socket closed with unread bytes is reset, not closed, and a reset can
   // discard the goodbye before the peer reads it (it would then report this rank lost). So
   // this end stops writing, and reads until each peer has closed its end too (it does on our
-  // goodbye, or has said its own) or 2 s have passed.
-  void linger() {
+  // goodbye, or has said its own) or `seconds` have passed.
+  void linger(double seconds) {
     std::lock_guard<std::mutex> lock(send_mutex);
     for (Peer& p : peers) ::shutdown(p.fd, SHUT_WR);
     const Clock::time_point start = Clock::now();
@@ -242,7 +242,7 @@ struct Heartbeat::State {
           which.push_back(i);
         }
       }
-      if (fds.empty() || since(start) > 2.0) return;
+      if (fds.empty() || since(start) > seconds) return;
       ::poll(fds.data(), fds.size(), 100);
       for (size_t k = 0; k < fds.size(); ++k) {
         char chunk[4096];
@@ -348,6 +348,11 @@ struct Heartbeat::State {
         }
       } else if (m.kind == 'X') {
         p.gone = true;
+        std::lock_guard<std::mutex> lock(send_mutex);
+        // Rank 0 ends on purpose (its own error, often on the same loss its watcher is still
+        // gathering): the heartbeat is over for this rank, which says so too, or rank 0 would
+        // take the close below for a lost rank.
+        if (rank != 0) send_line(p.fd, "X");
         // Our end closes too: the peer lingers until it sees that (see linger()).
         ::shutdown(p.fd, SHUT_WR);
       } else if (m.kind == 'L' && rank != 0) {
@@ -393,9 +398,11 @@ struct Heartbeat::State {
         // A lost node closes all its ranks' connections at once: name them together.
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         for (Peer& p : peers) {
-          if (!p.gone && std::find(ended.begin(), ended.end(), &p) == ended.end() && !hear(p)) {
-            ended.push_back(&p);
-          }
+          if (p.gone || std::find(ended.begin(), ended.end(), &p) != ended.end()) continue;
+          // A survivor that ends on its own error meanwhile says goodbye, then closes: its
+          // goodbye and the close arrive in one read, and it is not lost.
+          const bool open = hear(p);
+          if (!open && !p.gone) ended.push_back(&p);
         }
         std::sort(ended.begin(), ended.end(), [](Peer* a, Peer* b) { return a->rank < b->rank; });
         declare_lost(ended, false, closed);
@@ -510,15 +517,19 @@ void Heartbeat::end(bool linger) {
   if (!state_) return;
   state_->goodbye();
   if (thread_.joinable()) thread_.join();
-  if (linger) state_->linger();
+  // A socket closed with unread bytes, or one the peer writes to after the close, is reset,
+  // and a reset can make the peer drop our goodbye unread (rank 0 would then name this rank
+  // lost): wait until the peers have read it, briefly on the failure path (rank 0 reads within
+  // the 0.3 s it gathers a lost node's ranks; a stopped peer must not hold the error back).
+  state_->linger(linger ? 2.0 : 0.5);
   for (Peer& p : state_->peers) ::close(p.fd);
   state_->peers.clear();
   state_.reset();
 }
 
 Heartbeat::~Heartbeat() {
-  // Unwinding to the failure path: say goodbye, but do not wait for peers (a stopped one would
-  // hold the error's report back).
+  // Unwinding to the failure path: say goodbye, and wait for the peers only briefly (a stopped
+  // one would hold the error's report back).
   end(false);
 }
 

@@ -58,7 +58,7 @@ class Heartbeat {
   Heartbeat& operator=(const Heartbeat&) = delete;
 
   /// Says goodbye, stops the thread and waits (up to 2 s) until the peers have closed too: this
-  /// rank ends on purpose. (The destructor says goodbye without waiting.)
+  /// rank ends on purpose. (The destructor waits up to 0.5 s.)
   void stop();
 
   struct State;  ///< the thread's (job/heartbeat.cpp)

@@ -60,6 +60,7 @@ TrainingResult Training::run() {
   for (int64_t step = start; step < total; ++step) {
     flight::set_step(step + 1);
     inject_step_fault();  // tests only (Note [Fault injection])
+    stall_point("step", step + 1);
     const Batch local = batches->train_batch(step);
     StepOutcome outcome;
     outcome.step = step + 1;

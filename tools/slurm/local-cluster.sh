@@ -17,6 +17,9 @@ NS=${TRIAX_SLURM_NS:-triax-slurm}
 D=${TRIAX_SLURM_DIR:-/tmp/triax-slurm}
 CPUS=${TRIAX_SLURM_CPUS:-8}  # CPUs advertised; ranks may outnumber real cores
 NODES=${TRIAX_SLURM_NODES:-1}
+# How long slurmctld waits for a silent slurmd before it declares the node DOWN (Slurm's default
+# 300 s); a test of a lost node shortens it.
+SLURMD_TIMEOUT=${TRIAX_SLURMD_TIMEOUT:-300}
 NS_CLUSTER=(env TRIAX_CLUSTER="$NS" "$(dirname "$0")/../cluster/ns-cluster.sh")
 if [ "$NODES" -gt 1 ]; then IN=("${NS_CLUSTER[@]}" on n1); else IN=(nsenter --net=/run/netns/$NS); fi
 export SLURM_CONF=$D/slurm.conf
@@ -83,6 +86,7 @@ SlurmctldPort=6817
 SlurmdPort=6818
 InactiveLimit=0
 KillWait=5
+SlurmdTimeout=${SLURMD_TIMEOUT}
 MinJobAge=60
 ${node_lines}
 PartitionName=debug Nodes=${host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
