@@ -28,7 +28,7 @@ trap '"$CLUSTER" down >/dev/null' EXIT
 rm -rf "$WORK"
 mkdir -p "$WORK"
 ARGS=(train "$CONFIG" "$@" --set parallel.tensor=1 --set parallel.pipeline=2
-  --set train.steps=$STEPS --set checkpoint.every=$EVERY --set checkpoint.async=true
+  --set train.steps="$STEPS" --set checkpoint.every="$EVERY" --set checkpoint.async=true
   --set checkpoint.keep=0 --set train.log_every=1 --set train.eval_every=0 --set sample.tokens=0)
 mpiexec -n 4 "$TRIAX" "${ARGS[@]}" --set run.dir="$WORK/reference" >"$WORK/reference.log" 2>&1 ||
   { cat "$WORK/reference.log"; echo "FAIL: the reference run failed"; exit 1; }
