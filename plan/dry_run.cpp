@@ -71,8 +71,11 @@ std::string dry_run(const Config& config, int world, int nodes, int rank, bool f
   const RankMemory& m = p.memory[coord.pp];
   text += str("  memory: parameters ", mib(m.parameters), ", gradients ", mib(m.gradients),
               ", optimizer ", mib(m.optimizer), ", activations ", mib(m.activations), " (",
-              m.in_flight, " micro-batch chunk(s) in flight) = ", mib(m.total()), " of tensors, + ",
-              mib(profile.base_bytes), " process\n");
+              m.in_flight, " micro-batch chunk(s) in flight)",
+              m.checkpoint_snapshot > 0
+                  ? str(", async checkpoint copy ", mib(m.checkpoint_snapshot), " (dp rank 0)")
+                  : std::string(),
+              " = ", mib(m.total()), " of tensors, + ", mib(profile.base_bytes), " process\n");
   char line[256];
   std::snprintf(line, sizeof line,
                 "  predicted step %.2f ms (compute %.2f, bubble %.2f, gradient sync %.2f, "

@@ -156,6 +156,10 @@ Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profi
     } else if (config.train.momentum != 0) {
       m.optimizer = m.parameters;
     }
+    if (config.checkpoint.async && config.checkpoint.every > 0) {
+      // The snapshot holds the stage's whole optimizer state, ZeRO-1 or not (it is gathered).
+      m.checkpoint_snapshot = m.parameters + m.optimizer * (c.zero1 ? dp : 1.0);
+    }
     m.in_flight = sim.peak_activations[r];
     m.activations = peak;
     out.peak_bytes = std::max(out.peak_bytes, m.total());

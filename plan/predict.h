@@ -7,7 +7,9 @@
 // adds the averaged slice, 1/dp), optimizer state (AdamW 2 x parameters, /dp with ZeRO-1; SGD
 // with momentum 1 x) — and activations from the rank's own program: what each micro-batch keeps
 // from its forward to its backward (B, or W after a split: then also the gradients W needs from
-// I), the messages sent (alive until the step ends) and a recomputed block's replay.
+// I), the messages sent (alive until the step ends) and a recomputed block's replay; with
+// checkpoint.async and periodic saves, dp rank 0's copy of its shard (parameters and the whole
+// optimizer state, ZeRO-1's gathered) that lives through the next steps while it is written.
 // Step time: the schedule simulated with each rank's forward / backward (input and weight parts
 // for the zero-bubble schedules) from the profile's layer, embedding and head times and the
 // stage split, and messages between stages at the send/recv fit for the activation's bytes on
@@ -37,8 +39,11 @@ struct RankMemory {
   double gradients = 0;
   double optimizer = 0;
   double activations = 0;
-  int in_flight = 0;  ///< micro-batch chunks held at the peak
-  double total() const { return parameters + gradients + optimizer + activations; }
+  double checkpoint_snapshot = 0;  ///< checkpoint.async: the copy being written (dp rank 0)
+  int in_flight = 0;               ///< micro-batch chunks held at the peak
+  double total() const {
+    return parameters + gradients + optimizer + activations + checkpoint_snapshot;
+  }
 };
 
 struct Prediction {

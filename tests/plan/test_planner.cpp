@@ -188,6 +188,25 @@ TEST_CASE("memory: ZeRO-1 shards the moments, the schedule sets micro-batches in
   CHECK(zero.memory[0].optimizer == Approx(plain.memory[0].optimizer / 8));
   CHECK(zero.memory[0].gradients == Approx(plain.memory[0].gradients * (1 + 1.0 / 8)));
 
+  CHECK(plain.memory[0].checkpoint_snapshot == 0);  // synchronous saves keep no copy
+
+  // checkpoint.async: dp rank 0 holds a copy of its shard (parameters and the whole optimizer
+  // state, gathered under ZeRO-1) while the next steps run.
+  Config async = base;
+  async.checkpoint.async = true;
+  async.checkpoint.every = 10;
+  for (const char* name : {"dp8 tp1 pp1 b2x1 none", "dp8 tp1 pp1 b2x1 none zero1"}) {
+    const Prediction sync_p = predicted(base, find(all, name), profile, 8);
+    const Prediction async_p = predicted(async, find(all, name), profile, 8);
+    const RankMemory& m = async_p.memory[0];
+    CHECK(m.checkpoint_snapshot == Approx(3 * m.parameters));  // AdamW: parameters + 2 moments
+    CHECK(async_p.peak_bytes == Approx(sync_p.peak_bytes + 3 * m.parameters));
+  }
+  async.checkpoint.every = 0;  // no periodic saves: nothing to copy
+  CHECK(predicted(async, find(all, "dp8 tp1 pp1 b2x1 none"), profile, 8)
+            .memory[0]
+            .checkpoint_snapshot == 0);
+
   // pp 4, 4 micro-batches (one layer a stage): GPipe keeps all 4 on every rank, 1F1B p - r on
   // rank r. Rank 0 sends each output on (held by the send till the step ends: the same bytes),
   // so both peak at 4 micro-batches; the last rank under 1F1B holds one micro-batch and the
