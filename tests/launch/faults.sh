@@ -36,7 +36,10 @@ printf '%-16s %-6s %-8s %s\n' fault exit seconds verdict
 for case in "stop:3:3 3" "kill:2:3 2" "skip-send:0:3 0" "skip-collective:3:3 3"; do
   read -r fault culprit <<<"$case"
   name=${fault%%:*}
-  run "$name" "$fault" "$@"
+  # The stopped rank with the heartbeat off (comm.heartbeat_s: 0): comm.timeout_s alone ends it.
+  extra=()
+  [ "$name" = stop ] && extra=(--set comm.heartbeat_s=0)
+  run "$name" "$fault" "$@" "${extra[@]}"
   sleep 3  # the death watchers (job/death_watch.h) give each other 2 s
   "$TRIAX" flight "$WORK/$name" >"$WORK/$name.flight" 2>&1
   verdict=$(grep -m1 '^verdict' "$WORK/$name.flight")
@@ -51,6 +54,7 @@ done
 grep -q "error: waited .* s .*for recv from rank 3" "$WORK/stop.log" ||
   fail "stop: no survivor named the rank it waited for"
 grep -q "rank 3: NO FLIGHT RECORD" "$WORK/stop.log" || fail "stop: rank 0's summary lacks rank 3"
+if grep -q "heartbeat:" "$WORK/stop.log"; then fail "stop: a heartbeat ran with comm.heartbeat_s: 0"; fi
 grep -q "the send was dropped" "$WORK/skip-send.flight" || fail "skip-send: pair not named"
 grep -q "it skipped the collective" "$WORK/skip-collective.flight" ||
   fail "skip-collective: not named"
