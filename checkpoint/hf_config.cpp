@@ -43,6 +43,7 @@ class Keys {
     if (!j_[key].is_string()) refuse(key, "must be a string");
     return j_[key].get<std::string>();
   }
+  const std::string& path() const { return path_; }
   [[noreturn]] void refuse(const std::string& key, const std::string& rule) const {
     throw ConfigError(str(path_, ": ", key, ": ",
                           j_.contains(key) ? j_[key].dump() : std::string("(absent)"), ": ", rule));
@@ -123,8 +124,8 @@ void read_llama(const Keys& k, HfModelConfig& hf, const ModelConfig& base) {
   m.seq_len = base.seq_len;
   if (m.seq_len > hf.max_positions) {
     throw ConfigError(str("model.seq_len: ", m.seq_len, " exceeds the checkpoint's ",
-                          "max_position_embeddings ", hf.max_positions, " (valid: 1..",
-                          hf.max_positions, ")"));
+                          "max_position_embeddings ", hf.max_positions, " in ", k.path(),
+                          " (valid: 1..", hf.max_positions, ")"));
   }
   if (k.text_or("hidden_act", "silu") != "silu") {
     k.refuse("hidden_act", "triax's Llama computes SwiGLU with silu (valid: silu)");
