@@ -168,23 +168,29 @@ HfModelConfig read_hf_config(const std::string& dir, const ModelConfig& base) {
   }
   const Keys k(j, path);
   HfModelConfig hf;
-  hf.model = base;
-  if (!k.has("architectures") || !j["architectures"].is_array() || j["architectures"].empty()) {
-    k.refuse("architectures",
-             "needs one of GPT2LMHeadModel, LlamaForCausalLM, "
-             "MistralForCausalLM, Qwen2ForCausalLM");
-  }
-  hf.architecture = j["architectures"][0].get<std::string>();
-  hf.torch_dtype = k.text_or("torch_dtype", k.text_or("dtype", ""));
-  if (hf.architecture == "GPT2LMHeadModel") {
-    read_gpt2(k, hf);
-  } else if (hf.architecture == "LlamaForCausalLM" || hf.architecture == "MistralForCausalLM" ||
-             hf.architecture == "Qwen2ForCausalLM") {
-    read_llama(k, hf, base);
-  } else {
-    k.refuse("architectures",
-             "valid: GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM, "
-             "Qwen2ForCausalLM");
+  // A value of the wrong JSON type that a check below reads directly (nlohmann's type_error,
+  // which names neither the file nor the key): refused naming the file.
+  try {
+    hf.model = base;
+    if (!k.has("architectures") || !j["architectures"].is_array() || j["architectures"].empty()) {
+      k.refuse("architectures",
+               "needs one of GPT2LMHeadModel, LlamaForCausalLM, "
+               "MistralForCausalLM, Qwen2ForCausalLM");
+    }
+    hf.architecture = j["architectures"][0].get<std::string>();
+    hf.torch_dtype = k.text_or("torch_dtype", k.text_or("dtype", ""));
+    if (hf.architecture == "GPT2LMHeadModel") {
+      read_gpt2(k, hf);
+    } else if (hf.architecture == "LlamaForCausalLM" || hf.architecture == "MistralForCausalLM" ||
+               hf.architecture == "Qwen2ForCausalLM") {
+      read_llama(k, hf, base);
+    } else {
+      k.refuse("architectures",
+               "valid: GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM, "
+               "Qwen2ForCausalLM");
+    }
+  } catch (const json::exception& e) {
+    throw ConfigError(str(path, ": ", e.what()));
   }
   return hf;
 }
