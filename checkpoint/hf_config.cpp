@@ -89,22 +89,28 @@ void read_gpt2(const Keys& k, HfModelConfig& hf) {
 void read_rope_scaling(const Keys& k, const std::string& key, ModelConfig& m) {
   const json& s = k.at(key);
   if (!s.is_object()) k.refuse(key, "must be an object or null");
-  const std::string type = s.value("rope_type", s.value("type", std::string("default")));
-  if (s.contains("rope_theta")) m.rope_theta = s["rope_theta"].get<double>();  // rope_parameters
-  if (type == "default") return;
-  if (type != "llama3") {
-    k.refuse(key, str("rope type '", type, "' is not computed by triax (valid: default, llama3)"));
-  }
-  for (const char* field :
-       {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}) {
-    if (!s.contains(field) || !s[field].is_number()) {
-      k.refuse(key, str("llama3 scaling needs ", field));
+  // A field of the wrong JSON type: refused naming the key, not as nlohmann's bare type_error.
+  try {
+    const std::string type = s.value("rope_type", s.value("type", std::string("default")));
+    if (s.contains("rope_theta")) m.rope_theta = s["rope_theta"].get<double>();  // rope_parameters
+    if (type == "default") return;
+    if (type != "llama3") {
+      k.refuse(key,
+               str("rope type '", type, "' is not computed by triax (valid: default, llama3)"));
     }
+    for (const char* field :
+         {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}) {
+      if (!s.contains(field) || !s[field].is_number()) {
+        k.refuse(key, str("llama3 scaling needs ", field));
+      }
+    }
+    m.rope_scaling_factor = s["factor"].get<double>();
+    m.rope_low_freq_factor = s["low_freq_factor"].get<double>();
+    m.rope_high_freq_factor = s["high_freq_factor"].get<double>();
+    m.rope_original_max_positions = s["original_max_position_embeddings"].get<int64_t>();
+  } catch (const json::exception& e) {
+    k.refuse(key, e.what());
   }
-  m.rope_scaling_factor = s["factor"].get<double>();
-  m.rope_low_freq_factor = s["low_freq_factor"].get<double>();
-  m.rope_high_freq_factor = s["high_freq_factor"].get<double>();
-  m.rope_original_max_positions = s["original_max_position_embeddings"].get<int64_t>();
 }
 
 void read_llama(const Keys& k, HfModelConfig& hf, const ModelConfig& base) {
@@ -177,6 +183,7 @@ HfModelConfig read_hf_config(const std::string& dir, const ModelConfig& base) {
                "needs one of GPT2LMHeadModel, LlamaForCausalLM, "
                "MistralForCausalLM, Qwen2ForCausalLM");
     }
+    if (!j["architectures"][0].is_string()) k.refuse("architectures", "must name a class");
     hf.architecture = j["architectures"][0].get<std::string>();
     hf.torch_dtype = k.text_or("torch_dtype", k.text_or("dtype", ""));
     if (hf.architecture == "GPT2LMHeadModel") {

@@ -17,6 +17,7 @@
 #include "checkpoint/hf_import.h"
 #include "checkpoint/location.h"
 #include "checkpoint/resume.h"
+#include "core/error.h"
 #include "core/safetensors.h"
 #include "core/strings.h"
 #include "models/model_spec.h"
@@ -193,4 +194,36 @@ TEST_CASE("what would load but compute something else is refused, naming the ten
   CHECK_THROWS_WITH(
       import_hf(dir, base_config(), 1, 1, 1, tmp / "out"),
       Catch::Contains("tensor(s) triax does not know") && Catch::Contains("q_proj.bias"));
+}
+
+TEST_CASE("a config.json triax cannot read is refused naming the file and the key", "[hf]") {
+  TempDir dir;
+  const std::string path = dir / "config.json";
+  const auto refusal = [&](const std::string& text, int64_t seq_len = 16) {
+    std::ofstream(path) << text;
+    ModelConfig base;
+    base.seq_len = seq_len;
+    try {
+      read_hf_config(dir.path.string(), base);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  const std::string llama =
+      R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 32, "hidden_size": 16,
+          "intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "max_position_embeddings": 18)";
+  CHECK(refusal(llama + "}") == "(accepted)");
+  // Values of the wrong JSON type (read past the key helpers: nlohmann's own type_error).
+  CHECK_THAT(refusal(R"({"architectures": [1]})"),
+             Catch::StartsWith(path) && Catch::Contains("architectures"));
+  CHECK_THAT(refusal(llama + R"(, "rope_scaling": {"rope_type": 3}})"),
+             Catch::StartsWith(path) && Catch::Contains("rope_scaling"));
+  CHECK_THAT(refusal(llama + R"(, "rope_scaling": {"rope_theta": "x"}})"),
+             Catch::StartsWith(path) && Catch::Contains("rope_scaling"));
+  // A model longer than the checkpoint's positions.
+  CHECK_THAT(refusal(llama + "}", 64), Catch::Contains("model.seq_len: 64") &&
+                                           Catch::Contains("max_position_embeddings 18") &&
+                                           Catch::Contains(path));
 }
