@@ -212,6 +212,10 @@ def setup_packages(path):
     return set(match.group(1).split())
 
 
+def defined_functions(text):
+    return set(re.findall(r"^\s*(?:function\s+)?([A-Za-z_][\w-]*)\s*\(\)", text, re.M))
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "."
     listed, required = read_list(os.path.join(root, "tools/commands.txt"))
@@ -219,7 +223,12 @@ def main():
     problems, seen = [], set()
     for path in shell_scripts(root):
         text = strip_heredocs(open(path, errors="replace").read())
-        functions = set(re.findall(r"^\s*(?:function\s+)?([A-Za-z_][\w-]*)\s*\(\)", text, re.M))
+        functions = defined_functions(text)
+        # Functions of a helper sourced from beside the script (`. "$(dirname "$0")/x.sh"`).
+        for helper in re.findall(r'^\s*(?:\.|source)\s+"\$\(dirname "\$0"\)/([\w.-]+)"', text, re.M):
+            helper_path = os.path.join(os.path.dirname(path), helper)
+            if os.path.exists(helper_path):
+                functions |= defined_functions(open(helper_path, errors="replace").read())
         if True:
             for word in commands_of(code_text(text)):
                 command = external(word, functions)

@@ -41,22 +41,8 @@ agent() {
     --set run.dir="$2" --resume auto >"$3" 2>&1 &
   agent_pid=$!
 }
-# first_step RUN K: wait until the run has trained a step after its K-th resume; sets `resumed`
-# (that resume's step) and `first` (the time), or leaves `first` empty after 180 s.
-first_step() {
-  first=""
-  for _ in $(seq 1 1800); do
-    if [ "$(grep -c "resumed from" "$1/node1.log")" -ge "$2" ] && [ -f "$1/metrics.jsonl" ]; then
-      resumed=$(grep -o "resumed from [^ ]* after step [0-9]*" "$1/node1.log" | sed -n "$2p" | awk '{print $NF}')
-      if [ "$(tail -1 "$1/metrics.jsonl" | /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["step"])' 2>/dev/null)" -gt "$resumed" ] 2>/dev/null; then
-        first=$(date +%s.%N)
-        return
-      fi
-    fi
-    sleep 0.1
-  done
-}
-since() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+# shellcheck source=tests/launch/node_loss_checks.sh
+. "$(dirname "$0")/node_loss_checks.sh"
 
 failed=0
 for when in after during grow; do
@@ -87,7 +73,7 @@ for when in after during grow; do
   "$CLUSTER" kill n2 >/dev/null
   wait "$n2_agent" 2>/dev/null  # killed
   echo "$when: killed n2 after $last steps (latest: $(cat "$RUN/checkpoints/latest" 2>/dev/null))"
-  first_step "$RUN" 1
+  first_step "$RUN/node1.log" "$RUN" 1
   [ -n "$first" ] || { tail -30 "$RUN/node1.log"; echo "FAIL: $when: no step after the loss"; failed=1; continue; }
   gap=$(since "$start" "$first")
   shrunk_from=$resumed
@@ -95,7 +81,7 @@ for when in after during grow; do
   if [ $when = grow ]; then
     back=$(date +%s.%N)
     agent 2 "$RUN" "$RUN/node2-back.log" ""
-    first_step "$RUN" 2
+    first_step "$RUN/node1.log" "$RUN" 2
     if [ -n "$first" ] && grep -q "now dp 2" "$RUN/node1.log"; then
       grew="; n2 came back after step $((resumed)): the job restarted at dp 2 from step $resumed's checkpoint, first step $(since "$back" "$first") s after n2's torchrun started"
     else
@@ -108,7 +94,7 @@ for when in after during grow; do
   wait "$n1_agent" || rc=$?
   wait 2>/dev/null
   grep -E "heartbeat: ranks|resumed from|now dp|done:|stall point|new nodes" "$RUN/node1.log" | cut -c1-200
-  if grep -E "heartbeat: ranks? [^:]* on n1\)[^:]* (is|are) lost" "$RUN/node1.log"; then
+  if survivor_named_lost "$RUN/node1.log"; then
     echo "FAIL: $when: the heartbeat named a rank on n1, a survivor, as lost"
     failed=1
   fi

@@ -92,7 +92,9 @@ else
     { echo "FAIL: the survivors do not name the lost ranks" >&2; exit 1; }
 fi
 # A survivor that ended on its own error in the same instant said goodbye: it is not lost.
-if cat "$RUN"/*.log 2>/dev/null | grep -E "heartbeat: ranks? [^:]* on n1\)[^:]* (is|are) lost"; then
+# shellcheck source=tests/launch/node_loss_checks.sh
+. "$(dirname "$0")/node_loss_checks.sh"
+if survivor_named_lost "$RUN"/*.log; then
   echo "FAIL: the heartbeat named a rank on n1, a survivor, as lost" >&2
   exit 1
 fi

@@ -19,6 +19,8 @@ export TRIAX_SLURMD_TIMEOUT=10
 CLUSTER=$SOURCE/tools/cluster/ns-cluster.sh
 SLURM=$SOURCE/tools/slurm/local-cluster.sh
 STEPS=16 EVERY=4
+# shellcheck source=tests/launch/node_loss_checks.sh
+. "$(dirname "$0")/node_loss_checks.sh"
 
 rm -rf "$WORK"
 mkdir -p "$WORK/build"
@@ -46,18 +48,7 @@ last=$(wc -l <"$RUN/metrics.jsonl" 2>/dev/null || echo 0)
 start=$(date +%s.%N)
 "$CLUSTER" kill n2 >/dev/null
 echo "killed n2 after $last steps (latest: $(cat "$RUN/checkpoints/latest" 2>/dev/null))"
-# The first step after the resume.
-first=""
-for _ in $(seq 1 1200); do
-  if grep -q "resumed from" "$RUN/slurm.out" && [ -f "$RUN/metrics.jsonl" ]; then
-    resumed=$(grep -o "resumed from [^ ]* after step [0-9]*" "$RUN/slurm.out" | tail -1 | awk '{print $NF}')
-    if [ "$(tail -1 "$RUN/metrics.jsonl" | /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["step"])' 2>/dev/null)" -gt "$resumed" ] 2>/dev/null; then
-      first=$(date +%s.%N)
-      break
-    fi
-  fi
-  sleep 0.1
-done
+first_step "$RUN/slurm.out" "$RUN" 1
 state=""
 for _ in $(seq 1 240); do
   state=$("$SLURM" run scontrol show job "$job" 2>/dev/null | grep -o "JobState=[A-Z_]*")
@@ -71,14 +62,14 @@ failed=0
 grep -q "continuing on the 1 left" "$RUN/slurm.out" || { echo "FAIL: the script did not continue on the node left"; failed=1; }
 grep -q "after step 8 .*now dp 1" "$RUN/slurm.out" || { echo "FAIL: not resumed from step 8 at dp 1"; failed=1; }
 grep -q "done: $STEPS steps" "$RUN/slurm.out" || { echo "FAIL: the run did not finish"; failed=1; }
-if grep -E "heartbeat: ranks? [^:]* on n1\)[^:]* (is|are) lost" "$RUN/slurm.out"; then
+if survivor_named_lost "$RUN/slurm.out"; then
   echo "FAIL: the heartbeat named a rank on n1, a survivor, as lost"
   failed=1
 fi
 redone=$((last - resumed))
 [ $redone -le $EVERY ] || { echo "FAIL: $redone steps redone (limit $EVERY)"; failed=1; }
 /usr/bin/python3 "$(dirname "$0")/compare_losses.py" "$RUN" "$WORK/reference" 1e-5 || { echo "FAIL: losses differ"; failed=1; }
-gap=$(awk -v a="$start" -v b="$first" 'BEGIN { printf "%.1f", b - a }')
+gap=$(since "$start" "$first")
 echo "n2 lost after step $last; the job went on on n1 from step $resumed at dp 1 ($redone step(s) redone, checkpoint interval $EVERY); first step on the survivor $gap s after the loss (SlurmdTimeout $TRIAX_SLURMD_TIMEOUT s)"
 [ $failed -eq 0 ] && echo "PASS: sbatch: a lost node's run finished on the node left, losses equal to the uninterrupted run"
 exit $failed
