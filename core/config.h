@@ -125,6 +125,11 @@ struct TrainConfig {
   /// softmax, norms, the residual stream, the loss, gradients, optimizer and checkpoints in fp32:
   /// the parameters are the fp32 master weights). Default "fp32".
   Precision precision = Precision::kFp32;
+  /// How bf16 matmuls are computed (core/bf16_matmul.h; the arithmetic is the same on each path:
+  /// bf16 inputs, fp32 sums, one rounding): "native" (LibTorch's bf16 kernels: oneDNN), "emulated"
+  /// (fp32 products of bf16-rounded inputs), "auto" (native where the CPU has bf16 dot products
+  /// and LibTorch's kernel sums in fp32, else emulated). Default "auto".
+  Bf16Matmul bf16_matmul = Bf16Matmul::kAuto;
   /// Clip the global gradient norm to this value (0 = no clipping). Default 0.
   double clip_grad = 0.0;
   /// AdamW's first-moment decay. Default 0.9.

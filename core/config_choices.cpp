@@ -18,6 +18,7 @@ TRIAX_CHOICE_NAMES(ScheduleKind, "gpipe", "1f1b", "interleaved", "zbh1", "zbv")
 TRIAX_CHOICE_NAMES(Hierarchical, "auto", "true", "leader", "false")
 TRIAX_CHOICE_NAMES(Backend, "auto", "mpi", "tcp")
 TRIAX_CHOICE_NAMES(Precision, "fp32", "bf16")
+TRIAX_CHOICE_NAMES(Bf16Matmul, "auto", "native", "emulated")
 
 #undef TRIAX_CHOICE_NAMES
 

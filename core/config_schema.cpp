@@ -83,6 +83,10 @@ void visit_config(Config& c, ConfigVisitor& v) {
     choice_field(v, "precision", c.train.precision,
                  "compute precision: bf16 = matmuls in bf16 with fp32 master weights, softmax, "
                  "norms, residual stream, loss, gradients, optimizer state and checkpoints");
+    choice_field(v, "bf16_matmul", c.train.bf16_matmul,
+                 "how bf16 matmuls run (same arithmetic: bf16 inputs, fp32 sums, one rounding): "
+                 "native = oneDNN's bf16 kernels, emulated = fp32 products of bf16-rounded "
+                 "inputs, auto = native where the CPU has bf16 dot products, else emulated");
     v.field("clip_grad", c.train.clip_grad, RealRule{0.0, 1e6},
             "global gradient-norm clip; 0 = off");
     v.field("beta1", c.train.beta1, RealRule{0.0, 1.0}, "AdamW first-moment decay");

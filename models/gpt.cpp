@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/bf16_matmul.h"
 #include "core/error.h"
 #include "models/activation_checkpoint.h"
 #include "models/lm_head.h"
@@ -109,12 +110,12 @@ torch::Tensor GptBlockImpl::attention(const torch::Tensor& x) {
   // softmax, dropout (split by head: each tp rank drops from its own stream) and the values.
   const auto core = [this, s, d](const torch::Tensor& q, const torch::Tensor& k,
                                  const torch::Tensor& v) {
-    const torch::Tensor scores = torch::baddbmm(causal_bias_.of(s), q, k.transpose(1, 2), 1.0,
-                                                1.0 / std::sqrt(static_cast<double>(d)));
+    const torch::Tensor scores = mixed_baddbmm(causal_bias_.of(s), q, k.transpose(1, 2), 1.0,
+                                               1.0 / std::sqrt(static_cast<double>(d)));
     const torch::Tensor probs =
         dropout_->tp_local(torch::softmax(scores, -1, torch::kFloat), options_.dropout,
                            is_training());  // fp32 softmax, also under bf16 autocast
-    return torch::bmm(probs, v);
+    return mixed_bmm(probs, v);
   };
   // Selective recompute keeps q, k, v and recomputes the [heads, s, s] tensors in backward.
   const torch::Tensor context = options_.recompute == Recompute::kSelective

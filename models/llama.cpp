@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/bf16_matmul.h"
 #include "core/error.h"
 #include "models/activation_checkpoint.h"
 #include "models/gpt.h"
@@ -149,7 +150,7 @@ torch::Tensor LlamaBlockImpl::attention(const torch::Tensor& x, const torch::Ten
   const torch::Tensor shared = sp ? torch::Tensor() : copy_to_tp_region(x, *tp_);
   const auto project = [&](ColumnParallelLinear& layer, int64_t heads) {
     const torch::Tensor y =
-        sp ? layer->forward_gathered(x) : torch::linear(shared, layer->weight, layer->bias);
+        sp ? layer->forward_gathered(x) : mixed_linear(shared, layer->weight, layer->bias);
     return y.view({b, s, heads, d}).transpose(1, 2);  // [b, heads, s, d]
   };
   const torch::Tensor c = cos.narrow(0, 0, s), sn = sin.narrow(0, 0, s);
@@ -166,12 +167,12 @@ torch::Tensor LlamaBlockImpl::attention(const torch::Tensor& x, const torch::Ten
       expand(project(v_proj, local_kv_heads_)).reshape({b * local_heads_, s, d});
   const auto core = [this, s, d](const torch::Tensor& qq, const torch::Tensor& kk,
                                  const torch::Tensor& vv) {
-    const torch::Tensor scores = torch::baddbmm(causal_bias_.of(s), qq, kk.transpose(1, 2), 1.0,
-                                                1.0 / std::sqrt(static_cast<double>(d)));
+    const torch::Tensor scores = mixed_baddbmm(causal_bias_.of(s), qq, kk.transpose(1, 2), 1.0,
+                                               1.0 / std::sqrt(static_cast<double>(d)));
     const torch::Tensor probs =
         dropout_->tp_local(torch::softmax(scores, -1, torch::kFloat), options_.dropout,
                            is_training());  // fp32 softmax, also under bf16 autocast
-    return torch::bmm(probs, vv);
+    return mixed_bmm(probs, vv);
   };
   // Selective recompute keeps q, k, v and recomputes the [heads, s, s] tensors in backward.
   const torch::Tensor context = options_.recompute == Recompute::kSelective
@@ -186,7 +187,7 @@ torch::Tensor LlamaBlockImpl::mlp(const torch::Tensor& x) {
   const bool sp = sequence_parallel();
   const torch::Tensor shared = sp ? torch::Tensor() : copy_to_tp_region(x, *tp_);
   const auto project = [&](ColumnParallelLinear& layer) {
-    return sp ? layer->forward_gathered(x) : torch::linear(shared, layer->weight, layer->bias);
+    return sp ? layer->forward_gathered(x) : mixed_linear(shared, layer->weight, layer->bias);
   };
   const torch::Tensor y = torch::silu(project(gate_proj)) * project(up_proj);
   return sp ? down_proj->forward_scattered(y) : down_proj(y);

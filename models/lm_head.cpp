@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "core/bf16_matmul.h"
 #include "parallel/tp/sequence_parallel.h"
 #include "parallel/tp/tp_mappings.h"
 #include "parallel/tp/vocab_parallel_cross_entropy.h"
@@ -14,7 +15,7 @@ torch::Tensor output_logits(const torch::Tensor& x, const torch::Tensor& tied_we
     return tied_weight.defined() ? gathered_linear(x, tied_weight, torch::Tensor(), tp)
                                  : head->forward_gathered(x);
   }
-  if (tied_weight.defined()) return torch::linear(copy_to_tp_region(x, tp), tied_weight);
+  if (tied_weight.defined()) return mixed_linear(copy_to_tp_region(x, tp), tied_weight);
   return head(x);
 }
 

@@ -1,5 +1,6 @@
 #include "models/mlp.h"
 
+#include "core/bf16_matmul.h"
 #include "core/error.h"
 
 namespace triax {
@@ -34,7 +35,7 @@ MlpImpl::MlpImpl(MlpOptions options) : options_(std::move(options)) {
 
 torch::Tensor MlpImpl::forward(torch::Tensor x) {
   for (size_t i = 0; i < layers_.size(); ++i) {
-    x = layers_[i]->forward(x);
+    x = mixed_linear(x, layers_[i]->weight, layers_[i]->bias);
     if (i + 1 < layers_.size()) x = torch::relu(x);
   }
   return x;

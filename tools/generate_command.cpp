@@ -4,6 +4,7 @@
 
 #include "checkpoint/resume.h"
 #include "core/autocast_scope.h"
+#include "core/bf16_matmul.h"
 #include "core/error.h"
 #include "core/strings.h"
 #include "models/model_spec.h"
@@ -19,6 +20,7 @@ std::vector<int64_t> greedy_continuation(const FullModelState& state,
   const Config& config = state.config;
   TRIAX_CHECK(model_spec(config.model.arch).generates_text, "model.arch ",
               choice_name(config.model.arch), " does not generate text");
+  if (config.train.precision == Precision::kBf16) set_bf16_matmul(config.train.bf16_matmul);
   auto single = MpiCommunicator::self();
   const std::unique_ptr<ModelChunk> model = whole_model(state, *single);
   torch::NoGradGuard no_grad;

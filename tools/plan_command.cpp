@@ -10,6 +10,7 @@
 #include "checkpoint/location.h"
 #include "checkpoint/manifest.h"
 #include "checkpoint/resume.h"
+#include "core/bf16_matmul.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/run_paths.h"
@@ -102,6 +103,7 @@ int run_calibrate(const CliArgs& args, int* argc, char*** argv) {
     config = load_config(args.config_path, args.overrides);
     check_calibration(config);
     backend = resolve_backend(config.comm.backend, launch);
+    if (config.train.precision == Precision::kBf16) set_bf16_matmul(config.train.bf16_matmul);
   } catch (const ConfigError& e) {
     log::error(e.what());
     return kExitUsageCode;

@@ -20,6 +20,7 @@
 #include "checkpoint/hf_import.h"
 #include "checkpoint/location.h"
 #include "checkpoint/resume.h"
+#include "core/bf16_matmul.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/flight_recorder.h"
@@ -239,6 +240,9 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     const std::string resume = resolve_resume_spec(args.resume, plan->config);
     if (!resume.empty()) checkpoint = read_checkpoint(resume, plan->config);
     backend = resolve_backend(plan->config.comm.backend, launch);
+    if (plan->config.train.precision == Precision::kBf16) {
+      set_bf16_matmul(plan->config.train.bf16_matmul);  // refuses `native` where it is inexact
+    }
     check_outputs_writable(plan->config);
     check_run_dir_free(RunPaths(plan->config.run.dir).lock());  // before anything is written
   } catch (const ConfigError& e) {
@@ -278,6 +282,7 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     log::info(str("launch: ", launch.describe(), ", backend ", world->backend(), ", ",
                   torch::get_num_threads(), " compute thread(s) per rank (", threads.source, ")"));
     if (threads.oversubscribed && launch.local_rank == 0) log::warn(threads.warning);
+    if (config.train.precision == Precision::kBf16) log::info(bf16_choice().why);
     log::info(context.table() + context.dp_choice() + "\nresolved configuration:\n" +
               to_yaml(config));
     if (const std::string warning = context.tp_span_warning(); !warning.empty()) {

@@ -4,18 +4,21 @@
 
 #include <chrono>
 
+#include "core/bf16_matmul.h"
+
 namespace triax {
 
-double measure_matmul_tflops(c10::ScalarType dtype) {
+double measure_matmul_tflops(Precision precision) {
   constexpr int64_t n = 1024;
   torch::NoGradGuard no_grad;
+  const auto dtype = precision == Precision::kBf16 ? torch::kBFloat16 : torch::kFloat;
   const torch::Tensor a = torch::ones({n, n}, dtype);
   const torch::Tensor b = torch::ones({n, n}, dtype);
-  torch::Tensor c = torch::mm(a, b);  // warm-up: BLAS thread pool and page faults
+  torch::Tensor c = mixed_mm(a, b);  // warm-up: BLAS thread pool and page faults
   double best = 1e30;
   for (int i = 0; i < 3; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    torch::mm_out(c, a, b);
+    c = mixed_mm(a, b);
     best = std::min(
         best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }

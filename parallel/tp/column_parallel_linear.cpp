@@ -1,5 +1,6 @@
 #include "parallel/tp/column_parallel_linear.h"
 
+#include "core/bf16_matmul.h"
 #include "core/error.h"
 #include "parallel/tp/sequence_parallel.h"
 #include "parallel/tp/tp_mappings.h"
@@ -28,7 +29,7 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(const ColumnParallelLinearOpt
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
   // ATen's linear, not the C++ frontend's functional::linear: on a contiguous [b, s, in] input
   // it folds the bias into one addmm where the frontend's runs a matmul and a separate add.
-  const torch::Tensor y = torch::linear(copy_to_tp_region(x, *tp_), weight, bias);
+  const torch::Tensor y = mixed_linear(copy_to_tp_region(x, *tp_), weight, bias);
   if (!options_.gather_output()) return y;
   torch::Tensor full = gather_from_tp_region(y, *tp_);
   if (options_.stride() > 1 && tp_->size() > 1) {

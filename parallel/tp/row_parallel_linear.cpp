@@ -1,5 +1,6 @@
 #include "parallel/tp/row_parallel_linear.h"
 
+#include "core/bf16_matmul.h"
 #include "core/error.h"
 #include "parallel/tp/sequence_parallel.h"
 #include "parallel/tp/tp_mappings.h"
@@ -24,14 +25,14 @@ RowParallelLinearImpl::RowParallelLinearImpl(const RowParallelLinearOptions& opt
 torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
   const torch::Tensor input = options_.input_is_parallel() ? x : scatter_to_tp_region(x, *tp_);
   // One rank holds the whole sum: the bias goes into the matmul (addmm), as an ordinary linear.
-  if (tp_->size() == 1) return torch::linear(input, weight, bias);
-  const torch::Tensor y = reduce_from_tp_region(torch::linear(input, weight), *tp_);
+  if (tp_->size() == 1) return mixed_linear(input, weight, bias);
+  const torch::Tensor y = reduce_from_tp_region(mixed_linear(input, weight), *tp_);
   return bias.defined() ? y + bias : y;
 }
 
 torch::Tensor RowParallelLinearImpl::forward_scattered(const torch::Tensor& x) {
   TRIAX_CHECK(options_.input_is_parallel(), "forward_scattered needs a column-split input");
-  const torch::Tensor y = reduce_scatter_sequence(torch::linear(x, weight), *tp_);
+  const torch::Tensor y = reduce_scatter_sequence(mixed_linear(x, weight), *tp_);
   return bias.defined() ? y + bias : y;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "core/bf16_matmul.h"
 #include "core/error.h"
 #include "parallel/tp/autograd_comm.h"
 
@@ -70,7 +71,7 @@ struct GatheredLinear : torch::autograd::Function<GatheredLinear> {
     // Under bf16 autocast the linear below computes in bf16; backward, which runs outside the
     // autocast scope, must compute in the same dtype and hand back fp32 gradients.
     const torch::Tensor out =
-        torch::linear(all_gather_dim1(x, *tp), weight, has_bias ? bias : torch::Tensor());
+        mixed_linear(all_gather_dim1(x, *tp), weight, has_bias ? bias : torch::Tensor());
     ctx->saved_data["compute"] = static_cast<int64_t>(out.scalar_type());
     return out;
   }
@@ -86,11 +87,12 @@ struct GatheredLinear : torch::autograd::Function<GatheredLinear> {
     if (ctx->needs_input_grad(1)) {
       // gathered again, not kept
       const torch::Tensor full = all_gather_dim1(saved[0], tp).to(compute);
-      grad_weight = grad_2d.t().mm(full.reshape({-1, full.size(-1)})).to(saved[1].scalar_type());
+      grad_weight =
+          mixed_mm(grad_2d.t(), full.reshape({-1, full.size(-1)})).to(saved[1].scalar_type());
     }
     if (ctx->needs_input_grad(0)) {
       const torch::Tensor weight = saved[1].to(compute);
-      grad_input = reduce_scatter_dim1(torch::matmul(grad, weight), tp).to(saved[0].scalar_type());
+      grad_input = reduce_scatter_dim1(mixed_matmul(grad, weight), tp).to(saved[0].scalar_type());
     }
     if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) {
       grad_bias = grad_2d.sum(0).to(saved[1].scalar_type());
@@ -103,7 +105,7 @@ struct GatheredLinear : torch::autograd::Function<GatheredLinear> {
 
 torch::Tensor gathered_linear(const torch::Tensor& x, const torch::Tensor& weight,
                               const torch::Tensor& bias, Communicator& tp) {
-  if (tp.size() == 1) return torch::linear(x, weight, bias);
+  if (tp.size() == 1) return mixed_linear(x, weight, bias);
   return GatheredLinear::apply(x, weight, bias.defined() ? bias : weight, bias.defined(), &tp);
 }
 

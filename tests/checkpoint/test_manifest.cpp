@@ -192,6 +192,7 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
                                 "    hierarchical: \"auto\"\n",
                                 "    tokenizer: \"bytes\"\n",
                                 "    precision: \"fp32\"\n",
+                                "    bf16_matmul: \"auto\"\n",
                                 "    reduce_dtype: \"fp32\"\n",
                                 "    heartbeat_s: 15\n",
                                 "    async: false\n"}) {

@@ -6,6 +6,9 @@
 # (build/triax_bench_step --brief); PyTorch's is tools/bench/pytorch_bf16_step.py.
 #   tools/bench/bf16.sh [STEPS] [ROUNDS]        (defaults: 20 steps, 3 rounds)
 # Goals (issue 27), wider model: triax bf16 >= 1.6x triax fp32 and >= 1.1x PyTorch autocast bf16.
+# Then the same two shapes as on a CPU without AVX-512 (TRIAX_NO_AVX512=1: oneDNN off, so bf16
+# matmuls take the emulated path, core/bf16_matmul.h); goal (issue 38): bf16 >= 0.95x fp32 there
+# (bf16 brings no speed without bf16 dot products, and must cost no more than fp32).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 steps=${1:-20}
@@ -31,6 +34,21 @@ for shape in "128 4" "512 8"; do
     printf "hidden %d medians: triax fp32 %.0f, triax bf16 %.0f, pytorch fp32 %.0f, pytorch bf16 %.0f tokens/s\n", h, tf, tb, pf, pb
     printf "  triax bf16 / triax fp32 %.2fx (goal >= 1.6 for hidden 512: %s); triax bf16 / pytorch bf16 %.2fx (goal >= 1.1: %s); pytorch bf16 / fp32 %.2fx\n",
       tb / tf, (h < 512 ? "n/a" : (tb / tf >= 1.6 ? "met" : "not met")), tb / pb, (tb / pb >= 1.1 ? "met" : "not met"), pb / pf }'
+done
+# As on a CPU without AVX-512: the emulated path against fp32 on the same (simulated) CPU.
+for shape in "128 4" "512 8"; do
+  set -- $shape
+  hidden=$1 heads=$2
+  ef=() eb=()
+  for r in $(seq 1 "$rounds"); do
+    common=(--brief --steps "$steps" --set model.hidden="$hidden" --set model.heads="$heads")
+    ef+=("$(TRIAX_NO_AVX512=1 mpirun -np 1 build/triax_bench_step "${common[@]}" --set train.precision=fp32 | speed)")
+    eb+=("$(TRIAX_NO_AVX512=1 mpirun -np 1 build/triax_bench_step "${common[@]}" --set train.precision=bf16 | speed)")
+    echo "no AVX-512, hidden $hidden round $r: triax fp32 ${ef[-1]}, triax bf16 (emulated) ${eb[-1]}"
+  done
+  awk -v h="$hidden" -v f="$(median "${ef[@]}")" -v b="$(median "${eb[@]}")" 'BEGIN {
+    printf "no AVX-512, hidden %d medians: triax fp32 %.0f, bf16 emulated %.0f tokens/s: %.2fx (goal >= 0.95: %s)\n",
+      h, f, b, b / f, (b / f >= 0.95 ? "met" : "not met") }'
 done
 # Data parallelism in bf16: dp = 2 against two independent 1-process bf16 runs at once (the most
 # two processes can do on this machine: the limit dp = 2 is measured against).

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bf16_matmul.h"
 #include "core/heap_reuse.h"
 #include "core/op_profile.h"
 #include "core/timing.h"
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
   const int dp = world->size() / model_ranks;
   if (path.empty()) config.train.global_batch = config.train.micro_batch * dp;
   torch::set_num_threads(static_cast<int>(config.train.threads > 0 ? config.train.threads : 1));
+  if (config.train.precision == Precision::kBf16) set_bf16_matmul(config.train.bf16_matmul);
   const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
   ParallelContext context(world, plan.layout);
   Trainer trainer(plan, context);

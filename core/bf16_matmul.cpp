@@ -1,0 +1,144 @@
+#include "core/bf16_matmul.h"
+
+#include <ATen/Context.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "core/autocast_scope.h"
+#include "core/error.h"
+#include "core/strings.h"
+
+namespace triax {
+namespace {
+
+bool simulating_no_avx512() {
+  const char* value = std::getenv("TRIAX_NO_AVX512");
+  return value != nullptr && std::string(value) == "1";
+}
+
+bool cpu_has_bf16_dot() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+#else
+  return false;  // other CPUs: the emulated path (its arithmetic is the same)
+#endif
+}
+
+// The probe: a 64x1024 by 1024x64 product of positive bf16 inputs (a fixed pattern, not the RNG,
+// whose state belongs to the run) by LibTorch's own bf16 kernel, against the fp32-summed product
+// of the same inputs. Summed in bf16 (8-bit significand), partial sums of ~500 drop addends below
+// 2: the result is tens of percent off; summed in fp32 it is within a bf16 ulp (1/128 relative).
+bool native_sums_in_fp32() {
+  torch::NoGradGuard no_grad;
+  const AutocastScope plain(false);
+  const torch::Tensor i = torch::arange(64, torch::kFloat).reshape({64, 1});
+  const torch::Tensor k = torch::arange(1024, torch::kFloat).reshape({1, 1024});
+  const torch::Tensor a = (0.5 + torch::remainder(i * 131 + k * 71, 97) / 194).to(torch::kBFloat16);
+  const torch::Tensor b =
+      (0.5 + torch::remainder(i * 37 + k * 89, 89) / 178).to(torch::kBFloat16).t().contiguous();
+  const torch::Tensor native = torch::mm(a, b).to(torch::kFloat);
+  const torch::Tensor fp32 = torch::mm(a.to(torch::kFloat), b.to(torch::kFloat));
+  const double off = ((native - fp32).abs().max() / fp32.abs().max()).item<double>();
+  return off <= 1.0 / 128;
+}
+
+Bf16Choice decide(Bf16Matmul requested) {
+  at::globalContext().setUserEnabledMkldnn(!simulating_no_avx512());
+  Bf16Choice c;
+  c.cpu_bf16 = cpu_has_bf16_dot() && !simulating_no_avx512();
+  c.native_exact = native_sums_in_fp32();
+  const std::string cpu = c.cpu_bf16 ? "this CPU has bf16 dot products (AVX512-BF16/AMX)"
+                                     : "this CPU has no bf16 dot products (AVX512-BF16/AMX)";
+  const std::string probe = c.native_exact ? "LibTorch's bf16 matmul sums in fp32 here"
+                                           : "LibTorch's bf16 matmul sums in bf16 here";
+  if (requested == Bf16Matmul::kNative && !c.native_exact) {
+    throw ConfigError(str("train.bf16_matmul: native: ", probe,
+                          " (a 64x1024x64 probe product is more than a bf16 ulp off), so bf16 "
+                          "would not mean fp32 sums (valid here: auto, emulated)"));
+  }
+  const bool native = requested == Bf16Matmul::kNative ||
+                      (requested == Bf16Matmul::kAuto && c.cpu_bf16 && c.native_exact);
+  c.path = native ? Bf16Path::kNative : Bf16Path::kEmulated;
+  c.why = native ? str("bf16 matmuls: native (oneDNN; ", cpu, ")")
+                 : str("bf16 matmuls: emulated as fp32 products of bf16-rounded inputs (", cpu,
+                       "; ", probe, "): bf16 brings no speed on this CPU, only its rounding");
+  if (requested != Bf16Matmul::kAuto) c.why += str(" [train.bf16_matmul: ", requested, "]");
+  return c;
+}
+
+std::mutex choice_mutex;
+Bf16Choice* chosen = nullptr;  // guarded by choice_mutex until set; read-only afterwards
+
+// Whether `t` takes the emulated path: a CPU tensor in a bf16 product (inside a bf16 autocast
+// scope, or already bf16) on a process whose path is the emulated one.
+bool emulates(const torch::Tensor& t) {
+  if (!t.device().is_cpu()) return false;
+  if (!AutocastScope::active() && t.scalar_type() != torch::kBFloat16) return false;
+  return bf16_choice().path == Bf16Path::kEmulated;
+}
+
+// The value a bf16 product sees, held in fp32: rounded to bf16 (exact when already bf16).
+torch::Tensor bf16_value(const torch::Tensor& t) {
+  if (t.scalar_type() == torch::kBFloat16) return t.to(torch::kFloat);
+  return t.to(torch::kBFloat16).to(torch::kFloat);
+}
+
+}  // namespace
+
+const Bf16Choice& set_bf16_matmul(Bf16Matmul requested) {
+  std::lock_guard<std::mutex> lock(choice_mutex);
+  Bf16Choice next = decide(requested);
+  if (chosen == nullptr) chosen = new Bf16Choice();  // lives as long as the process
+  *chosen = std::move(next);
+  return *chosen;
+}
+
+const Bf16Choice& bf16_choice() {
+  {
+    std::lock_guard<std::mutex> lock(choice_mutex);
+    if (chosen != nullptr) return *chosen;
+  }
+  return set_bf16_matmul(Bf16Matmul::kAuto);
+}
+
+// Each emulated op: autocast off inside (its fp32 ops must stay fp32), the inputs' bf16 values in
+// fp32, the plain op, one rounding of the output.
+torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight,
+                           const torch::Tensor& bias) {
+  if (!emulates(x)) return torch::linear(x, weight, bias);
+  const AutocastScope fp32(false);
+  return torch::linear(bf16_value(x), bf16_value(weight),
+                       bias.defined() ? bf16_value(bias) : torch::Tensor())
+      .to(torch::kBFloat16);
+}
+
+torch::Tensor mixed_mm(const torch::Tensor& a, const torch::Tensor& b) {
+  if (!emulates(a)) return torch::mm(a, b);
+  const AutocastScope fp32(false);
+  return torch::mm(bf16_value(a), bf16_value(b)).to(torch::kBFloat16);
+}
+
+torch::Tensor mixed_matmul(const torch::Tensor& a, const torch::Tensor& b) {
+  if (!emulates(a)) return torch::matmul(a, b);
+  const AutocastScope fp32(false);
+  return torch::matmul(bf16_value(a), bf16_value(b)).to(torch::kBFloat16);
+}
+
+torch::Tensor mixed_bmm(const torch::Tensor& a, const torch::Tensor& b) {
+  if (!emulates(a)) return torch::bmm(a, b);
+  const AutocastScope fp32(false);
+  return torch::bmm(bf16_value(a), bf16_value(b)).to(torch::kBFloat16);
+}
+
+torch::Tensor mixed_baddbmm(const torch::Tensor& bias, const torch::Tensor& a,
+                            const torch::Tensor& b, double beta, double alpha) {
+  if (!emulates(a)) return torch::baddbmm(bias, a, b, beta, alpha);
+  const AutocastScope fp32(false);
+  return torch::baddbmm(bf16_value(bias), bf16_value(a), bf16_value(b), beta, alpha)
+      .to(torch::kBFloat16);
+}
+
+}  // namespace triax
