@@ -132,10 +132,14 @@ bool GptBlockImpl::sequence_parallel() const {
 
 torch::Tensor GptBlockImpl::mlp(const torch::Tensor& x) {
   const char* approximate = options_.activation == Activation::kGeluTanh ? "tanh" : "none";
-  if (sequence_parallel()) {
-    return fc_out->forward_scattered(torch::gelu(fc->forward_gathered(x), approximate));
-  }
-  return fc_out(torch::gelu(fc(x), approximate));
+  // Under bf16 the GELU of fc's bf16 output is computed in fp32 and rounded once, as oneDNN's
+  // bf16 GELU does: LibTorch's own bf16 kernel (what runs without AVX-512) rounds each of its
+  // steps to bf16, and the numbers would depend on the CPU (Note [bf16 matmul arithmetic]).
+  const auto gelu = [approximate](const torch::Tensor& h) {
+    return torch::gelu(h.to(torch::kFloat), approximate).to(h.scalar_type());
+  };
+  if (sequence_parallel()) return fc_out->forward_scattered(gelu(fc->forward_gathered(x)));
+  return fc_out(gelu(fc(x)));
 }
 
 torch::Tensor GptBlockImpl::forward(const torch::Tensor& x) {
