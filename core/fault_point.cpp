@@ -43,8 +43,13 @@ bool fault_due(const char* kind) {
     return false;
   }
   fired = true;
-  std::fprintf(stderr, "[rank %d] fault injection: %s at step %lld (TRIAX_FAULT)\n", flight::rank(),
-               kind, static_cast<long long>(flight::step()));
+  // The Unix time lets a test measure how long the job takes to end from the fault itself, not
+  // from a launch whose start-up time depends on the launcher and the machine's load.
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::fprintf(stderr,
+               "[rank %d] fault injection: %s at step %lld, at %.3f (Unix time) (TRIAX_FAULT)\n",
+               flight::rank(), kind, static_cast<long long>(flight::step()), now);
   std::fflush(stderr);
   return true;
 }
