@@ -1,12 +1,16 @@
 #include "core/bf16_matmul.h"
 
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <c10/util/intrusive_ptr.h>
 #include <torch/torch.h>
 
 #include <cstdlib>
 #include <mutex>
+#include <unordered_map>
 
 #include "core/autocast_scope.h"
+#include "core/bf16_bits.h"
 #include "core/error.h"
 #include "core/strings.h"
 
@@ -80,10 +84,60 @@ bool emulates(const torch::Tensor& t) {
   return bf16_choice().path == Bf16Path::kEmulated;
 }
 
+// A contiguous fp32 copy of `t` rounded to its bf16 values, in one pass (split over the
+// process's compute threads when large).
+torch::Tensor rounded_copy(const torch::Tensor& t) {
+  const torch::Tensor in = t.contiguous();
+  torch::Tensor out = torch::empty_like(in, at::MemoryFormat::Contiguous);
+  const float* from = in.data_ptr<float>();
+  float* to = out.data_ptr<float>();
+  at::parallel_for(0, in.numel(), 1 << 16, [&](int64_t begin, int64_t end) {
+    round_to_bf16_values(from + begin, to + begin, end - begin);
+  });
+  return out;
+}
+
+// x -> its bf16 values in fp32, differentiated as x.to(bf16).to(fp32) is (the gradient rounded
+// to bf16 the same way), at one pass each way instead of two. Saves nothing for backward, so a
+// copy shared by several micro-batches' graphs can be differentiated once per micro-batch.
+struct RoundToBf16 : public torch::autograd::Function<RoundToBf16> {
+  static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& x) {
+    return rounded_copy(x);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                 torch::autograd::variable_list grads) {
+    if (!grads[0].defined()) return {torch::Tensor()};
+    return {rounded_copy(grads[0])};
+  }
+};
+
+// The parameters' bf16 values while a Bf16WeightCopies scope is open on this thread: one copy per
+// parameter and version, shared by the scope's micro-batches. The weak pointer keeps the key's
+// address from being reused by another tensor while the entry lives.
+struct WeightCopy {
+  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> owner;
+  int64_t version = 0;
+  torch::Tensor values;
+};
+thread_local int copies_depth = 0;
+thread_local std::unordered_map<const c10::TensorImpl*, WeightCopy> copies;
+
 // The value a bf16 product sees, held in fp32: rounded to bf16 (exact when already bf16).
 torch::Tensor bf16_value(const torch::Tensor& t) {
   if (t.scalar_type() == torch::kBFloat16) return t.to(torch::kFloat);
-  return t.to(torch::kBFloat16).to(torch::kFloat);
+  if (t.scalar_type() != torch::kFloat) return t.to(torch::kBFloat16).to(torch::kFloat);
+  const bool shared =
+      copies_depth > 0 && t.is_leaf() && t.requires_grad() && torch::GradMode::is_enabled();
+  if (!shared) return RoundToBf16::apply(t);
+  const auto it = copies.find(t.unsafeGetTensorImpl());
+  if (it != copies.end() && !it->second.owner.expired() && it->second.version == t._version()) {
+    return it->second.values;
+  }
+  WeightCopy copy{
+      c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(t.getIntrusivePtr()),
+      t._version(), RoundToBf16::apply(t)};
+  copies.insert_or_assign(t.unsafeGetTensorImpl(), copy);
+  return copy.values;
 }
 
 }  // namespace
@@ -102,6 +156,14 @@ const Bf16Choice& bf16_choice() {
     if (chosen != nullptr) return *chosen;
   }
   return set_bf16_matmul(Bf16Matmul::kAuto);
+}
+
+Bf16WeightCopies::Bf16WeightCopies() {
+  ++copies_depth;
+}
+
+Bf16WeightCopies::~Bf16WeightCopies() {
+  if (--copies_depth == 0) copies.clear();
 }
 
 // Each emulated op: autocast off inside (its fp32 ops must stay fp32), the inputs' bf16 values in

@@ -1,6 +1,6 @@
 // defines: triax::Bf16Path, triax::Bf16Choice, triax::set_bf16_matmul, triax::bf16_choice,
-//          triax::mixed_linear, triax::mixed_mm, triax::mixed_matmul, triax::mixed_bmm,
-//          triax::mixed_baddbmm
+//          triax::Bf16WeightCopies, triax::mixed_linear, triax::mixed_mm, triax::mixed_matmul,
+//          triax::mixed_bmm, triax::mixed_baddbmm
 //
 // Note [bf16 matmul arithmetic]
 // train.precision: bf16 promises one arithmetic on every CPU: a matmul's inputs rounded to bf16,
@@ -13,13 +13,17 @@
 // Two paths compute that one arithmetic (Bf16Path):
 //   native    autocast's own bf16 kernels (oneDNN): chosen where the CPU has bf16 dot products
 //             and a probe product shows fp32 summation;
-//   emulated  the inputs rounded to bf16 and widened again (x.to(bf16).to(fp32): exact), one fp32
-//             matmul (OpenBLAS), the output rounded to bf16. Autograd differentiates each rounding
-//             into the same rounding of the gradient, so backward is the same arithmetic too:
+//   emulated  the inputs rounded to their bf16 values, held in fp32 (one pass, core/bf16_bits.h;
+//             the same bits as x.to(bf16).to(fp32)), one fp32 matmul (OpenBLAS), the output
+//             rounded to bf16. Each rounding is differentiated into the same rounding of the
+//             gradient, so backward is the same arithmetic too:
 //             grad_x = bf16(fp32 mm(bf16 grad_y, bf16 w)), as native backward computes it.
 // The two differ only in the order of fp32 sums (a result may land one bf16 ulp apart where the
 // fp32 sum lies near a rounding boundary). The emulated path costs an fp32 matmul and a few
 // element-wise passes: bf16 then brings no speed, only its rounding and half-size activations.
+// To keep those passes few, a step rounds each parameter once (Bf16WeightCopies) and all its
+// micro-batches share the copy, forward and backward, as autocast shares its weight casts
+// within one forward: a step's weights are rounded once, not once per micro-batch and use.
 //
 // Every matmul-like op of the models goes through the mixed_* functions below: inside a bf16
 // AutocastScope, or given bf16 tensors (a hand-written backward), they compute the arithmetic
@@ -53,6 +57,19 @@ const Bf16Choice& set_bf16_matmul(Bf16Matmul requested);
 
 /// The process's choice; `auto` decided on first use when set_bf16_matmul was never called.
 const Bf16Choice& bf16_choice();
+
+/// While one is open on this thread (the trainer opens one around a step's micro-batches), the
+/// emulated path rounds each parameter (a leaf tensor that requires grad) once per version and
+/// every forward and backward in the scope shares the copy: one fp32 copy of the matmul weights
+/// lives for the step, where each micro-batch in flight held its own before. Closed: released.
+/// A no-op on the native path (autocast caches its own casts).
+class Bf16WeightCopies {
+ public:
+  Bf16WeightCopies();
+  ~Bf16WeightCopies();
+  Bf16WeightCopies(const Bf16WeightCopies&) = delete;
+  Bf16WeightCopies& operator=(const Bf16WeightCopies&) = delete;
+};
 
 /// torch::linear, torch::mm, torch::matmul, torch::bmm and torch::baddbmm under the run's
 /// precision (Note [bf16 matmul arithmetic]).

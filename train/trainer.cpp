@@ -6,6 +6,7 @@
 #include "checkpoint/parameter_table.h"
 #include "checkpoint/state_name.h"
 #include "core/autocast_scope.h"
+#include "core/bf16_matmul.h"
 #include "core/error.h"
 #include "data/distributed_sampler.h"
 #include "parallel/tp/shard_spec.h"
@@ -162,7 +163,11 @@ double Trainer::step_local(const Batch& local) {
   stage.weights_ready = [&](int chunk, const std::vector<torch::Tensor>& params) {
     ddp_[static_cast<size_t>(chunk)]->gradients_ready(params);
   };
-  const double loss = executor_->run(schedule_, stage);
+  double loss = 0;
+  {
+    const Bf16WeightCopies weight_copies;  // the emulated path rounds each weight once a step
+    loss = executor_->run(schedule_, stage);
+  }
   phases_.backward = seconds_since(start) - phases_.forward;
   phases_.backward_end = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
   auto t = Clock::now();

@@ -1,28 +1,10 @@
 #include "parallel/comm/mpi_bf16_sum.h"
 
-#include <cstring>
-
+#include "core/bf16_bits.h"
 #include "parallel/comm/mpi_check.h"
 
 namespace triax {
 namespace {
-
-// Bit-level conversions, written so the compiler vectorises the loop (c10::BFloat16's are
-// equivalent but go through a NaN branch per element).
-inline float widen(uint16_t word) {
-  const uint32_t bits = static_cast<uint32_t>(word) << 16;
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
-
-inline uint16_t round_to_bf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  const uint32_t nan = 0x7fc0u;
-  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;  // nearest, ties to even
-  return static_cast<uint16_t>(value != value ? nan : rounded);
-}
 
 void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
   bf16_add_into(static_cast<const uint16_t*>(in), static_cast<uint16_t*>(inout), *len);
@@ -34,7 +16,8 @@ void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
 // the wide forms run the loop ~5x faster, which decides whether a bf16 wire pays at all.
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void bf16_add_into(
     const uint16_t* in, uint16_t* inout, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) inout[i] = round_to_bf16(widen(in[i]) + widen(inout[i]));
+  for (int64_t i = 0; i < count; ++i)
+    inout[i] = round_to_bf16(widen_bf16(in[i]) + widen_bf16(inout[i]));
 }
 
 MPI_Op bf16_sum_op() {

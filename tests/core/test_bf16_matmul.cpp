@@ -12,9 +12,13 @@
 #include <ATen/Context.h>
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <optional>
+#include <vector>
 
 #include "core/autocast_scope.h"
+#include "core/bf16_bits.h"
 #include "core/bf16_matmul.h"
 #include "core/error.h"
 
@@ -169,4 +173,87 @@ TEST_CASE("fp32 runs and the choice line", "[bf16]") {
   const torch::Tensor w = torch::randn({4, 16});
   CHECK(torch::equal(mixed_linear(x, w), torch::linear(x, w)));
   CHECK(mixed_linear(x, w).scalar_type() == torch::kFloat);
+}
+
+TEST_CASE("the one-pass rounding gives LibTorch's bf16 values, bit for bit", "[bf16]") {
+  // Ties (to even, both ways), the largest finite values (overflow to infinity), infinities, NaN,
+  // subnormals, signed zeros, and a million random values over every exponent.
+  std::vector<uint32_t> bits = {0x3f808000u, 0x3f818000u, 0x3f807fffu, 0x3f808001u, 0x7f7fffffu,
+                                0xff7fffffu, 0x7f7f7fffu, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+                                0xffc00001u, 0x7f800001u, 0x00000001u, 0x00008000u, 0x80018000u,
+                                0x00000000u, 0x80000000u, 0x007fffffu};
+  torch::manual_seed(11);
+  const torch::Tensor random =
+      torch::randint(0, int64_t{1} << 32, {1 << 20}, torch::kLong).to(torch::kInt);
+  torch::Tensor words = torch::cat(
+      {torch::from_blob(bits.data(), {static_cast<int64_t>(bits.size())}, torch::kInt), random});
+  const torch::Tensor x = words.view(torch::kFloat);
+  torch::Tensor y;
+  {
+    const NoAvx512 no_avx512;
+    const AutocastScope precision(true);
+    // x @ I: the product's input rounding alone shows (each output element is one input).
+    y = mixed_matmul(x.reshape({-1, 1}), torch::ones({1, 1})).to(torch::kFloat).reshape({-1});
+  }
+  const torch::Tensor expected = x.to(torch::kBFloat16).to(torch::kFloat);
+  torch::Tensor direct = torch::empty_like(x);
+  round_to_bf16_values(x.data_ptr<float>(), direct.data_ptr<float>(), x.numel());
+  // A NaN stays a NaN; its bits differ (LibTorch's vectorised conversion writes 0xffff, its scalar
+  // one and ours 0x7fc0), every other value is the same word.
+  const torch::Tensor nan = expected.isnan();
+  CHECK(torch::equal(direct.isnan(), nan));
+  CHECK(torch::equal(direct.masked_fill(nan, 0).view(torch::kInt),
+                     expected.masked_fill(nan, 0).view(torch::kInt)));
+  CHECK(torch::equal(y.isnan(), nan));
+  // Through the product the same values (a -0 input comes out +0: the fp32 sum starts at +0).
+  CHECK(torch::equal(y.masked_fill(nan, 0), expected.masked_fill(nan, 0)));
+}
+
+TEST_CASE("a step's shared weight copies change no bit of forward or backward", "[bf16]") {
+  const NoAvx512 no_avx512;
+  torch::manual_seed(5);
+  const torch::Tensor w = torch::randn({32, 64}).requires_grad_();
+  const torch::Tensor b = torch::randn({32}).requires_grad_();
+  const std::vector<torch::Tensor> xs = {torch::randn({8, 64}), torch::randn({8, 64}),
+                                         torch::randn({8, 64})};
+  // Three micro-batches' forward and backward, each under its own autocast scope as the trainer
+  // runs them, with or without one Bf16WeightCopies around them; then an in-place update (the
+  // optimizer) and one more micro-batch, whose copy must be of the new weights.
+  auto run = [&](bool shared) {
+    w.mutable_grad() = torch::Tensor();
+    b.mutable_grad() = torch::Tensor();
+    std::vector<torch::Tensor> outputs;
+    const torch::Tensor saved = w.detach().clone();
+    {
+      std::optional<Bf16WeightCopies> copies;
+      if (shared) copies.emplace();
+      std::vector<torch::Tensor> ys;
+      for (const torch::Tensor& x : xs) {
+        const AutocastScope precision(true);
+        ys.push_back(mixed_linear(x, w, b));
+      }
+      for (const torch::Tensor& y : ys) {  // backward after all forwards, as a pipeline does
+        y.to(torch::kFloat).square().sum().backward();
+        outputs.push_back(y.detach().to(torch::kFloat));
+      }
+      {
+        torch::NoGradGuard no_grad;
+        w.mul_(0.5);  // a new version
+      }
+      const AutocastScope precision(true);
+      outputs.push_back(mixed_linear(xs[0], w, b).detach().to(torch::kFloat));
+    }
+    outputs.push_back(w.grad().clone());
+    outputs.push_back(b.grad().clone());
+    torch::NoGradGuard no_grad;
+    w.copy_(saved);
+    return outputs;
+  };
+  const std::vector<torch::Tensor> each = run(false);
+  const std::vector<torch::Tensor> shared = run(true);
+  REQUIRE(each.size() == shared.size());
+  for (size_t i = 0; i < each.size(); ++i) {
+    INFO("output " << i);
+    CHECK(torch::equal(each[i], shared[i]));
+  }
 }
