@@ -1,4 +1,5 @@
-// defines: triax::widen_bf16, triax::round_to_bf16, triax::round_to_bf16_values
+// defines: triax::widen_bf16, triax::round_to_bf16, triax::round_to_bf16_values,
+//          triax::round_to_bf16_words, triax::widen_bf16_words
 //
 // bf16 at the bit level: a bf16 word is the top 16 bits of an fp32, so widening is exact and
 // rounding is integer arithmetic. Written so that the compiler vectorises loops over them
@@ -32,5 +33,11 @@ inline uint16_t round_to_bf16(float value) {
 /// out[i] = widen_bf16(round_to_bf16(in[i])): fp32 values rounded to bf16 and held in fp32, in
 /// one pass (in == out allowed). What x.to(kBFloat16).to(kFloat) computes in two.
 void round_to_bf16_values(const float* in, float* out, int64_t count);
+
+/// out[i] = round_to_bf16(in[i]): fp32 to bf16 words.
+void round_to_bf16_words(const float* in, uint16_t* out, int64_t count);
+
+/// out[i] = widen_bf16(in[i]): bf16 words to fp32.
+void widen_bf16_words(const uint16_t* in, float* out, int64_t count);
 
 }  // namespace triax

@@ -50,10 +50,15 @@ bool native_sums_in_fp32() {
 }
 
 Bf16Choice decide(Bf16Matmul requested) {
-  at::globalContext().setUserEnabledMkldnn(!simulating_no_avx512());
+  const bool simulated = simulating_no_avx512();
   Bf16Choice c;
-  c.cpu_bf16 = cpu_has_bf16_dot() && !simulating_no_avx512();
+  c.cpu_bf16 = cpu_has_bf16_dot() && !simulated;
+  // A CPU without AVX-512 has oneDNN, but not its bf16 matmul (which needs AVX-512): the probe
+  // then meets LibTorch's generic kernel. oneDNN's fp32 kernels (GELU, ...) stay on, as there.
+  const bool onednn = at::globalContext().userEnabledMkldnn();
+  if (simulated) at::globalContext().setUserEnabledMkldnn(false);
   c.native_exact = native_sums_in_fp32();
+  at::globalContext().setUserEnabledMkldnn(onednn);
   const std::string cpu = c.cpu_bf16 ? "this CPU has bf16 dot products (AVX512-BF16/AMX)"
                                      : "this CPU has no bf16 dot products (AVX512-BF16/AMX)";
   const std::string probe = c.native_exact ? "LibTorch's bf16 matmul sums in fp32 here"
@@ -84,32 +89,74 @@ bool emulates(const torch::Tensor& t) {
   return bf16_choice().path == Bf16Path::kEmulated;
 }
 
-// A contiguous fp32 copy of `t` rounded to its bf16 values, in one pass (split over the
-// process's compute threads when large).
-torch::Tensor rounded_copy(const torch::Tensor& t) {
-  const torch::Tensor in = t.contiguous();
-  torch::Tensor out = torch::empty_like(in, at::MemoryFormat::Contiguous);
-  const float* from = in.data_ptr<float>();
-  float* to = out.data_ptr<float>();
+// `kernel(in, out, n)` over every element of `t` into a new tensor of `dtype` and t's layout:
+// a dense tensor (contiguous or a permutation of it, e.g. a transposed gradient) is one flat span
+// and keeps its strides; anything else is made contiguous first. Split over the process's compute
+// threads when large.
+template <typename In, typename Out>
+torch::Tensor elementwise(const torch::Tensor& t, torch::ScalarType dtype,
+                          void (*kernel)(const In*, Out*, int64_t)) {
+  const torch::Tensor in = t.is_non_overlapping_and_dense() ? t : t.contiguous();
+  torch::Tensor out = torch::empty_strided(in.sizes(), in.strides(), in.options().dtype(dtype));
+  const In* from = static_cast<const In*>(in.data_ptr());
+  Out* to = static_cast<Out*>(out.data_ptr());
   at::parallel_for(0, in.numel(), 1 << 16, [&](int64_t begin, int64_t end) {
-    round_to_bf16_values(from + begin, to + begin, end - begin);
+    kernel(from + begin, to + begin, end - begin);
   });
   return out;
 }
 
-// x -> its bf16 values in fp32, differentiated as x.to(bf16).to(fp32) is (the gradient rounded
-// to bf16 the same way), at one pass each way instead of two. Saves nothing for backward, so a
-// copy shared by several micro-batches' graphs can be differentiated once per micro-batch.
+torch::Tensor rounded_values(const torch::Tensor& t) {  // fp32 -> fp32 holding bf16 values
+  return elementwise<float, float>(t, torch::kFloat, &round_to_bf16_values);
+}
+torch::Tensor rounded_words(const torch::Tensor& t) {  // fp32 -> bf16
+  return elementwise<float, uint16_t>(t, torch::kBFloat16, &round_to_bf16_words);
+}
+torch::Tensor widened(const torch::Tensor& t) {  // bf16 -> fp32
+  return elementwise<uint16_t, float>(t, torch::kFloat, &widen_bf16_words);
+}
+
+// The three conversions of the emulated path as autograd functions, each differentiated as the
+// LibTorch ops they stand for (x.to(bf16).to(fp32), x.to(bf16), x.to(fp32)): the gradient
+// converted back the same way. One vectorised pass each way, in the tensor's own layout, where
+// LibTorch 1.13's copy_ converts a transposed view element by element. They save nothing for
+// backward, so a weight copy shared by several micro-batches' graphs can be differentiated once
+// per micro-batch.
 struct RoundToBf16 : public torch::autograd::Function<RoundToBf16> {
   static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& x) {
-    return rounded_copy(x);
+    return rounded_values(x);
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
                                                  torch::autograd::variable_list grads) {
-    if (!grads[0].defined()) return {torch::Tensor()};
-    return {rounded_copy(grads[0])};
+    return {grads[0].defined() ? rounded_values(grads[0]) : torch::Tensor()};
   }
 };
+
+struct ToBf16 : public torch::autograd::Function<ToBf16> {
+  static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& x) {
+    return rounded_words(x);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                 torch::autograd::variable_list grads) {
+    return {grads[0].defined() ? widened(grads[0].to(torch::kBFloat16)) : torch::Tensor()};
+  }
+};
+
+struct WidenBf16 : public torch::autograd::Function<WidenBf16> {
+  static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& x) {
+    return widened(x);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                 torch::autograd::variable_list grads) {
+    return {grads[0].defined() ? rounded_words(grads[0].to(torch::kFloat)) : torch::Tensor()};
+  }
+};
+
+// The emulated product's output: rounded to bf16 once (an fp32 result; anything else as is).
+torch::Tensor bf16_output(const torch::Tensor& y) {
+  if (y.scalar_type() != torch::kFloat) return y.to(torch::kBFloat16);
+  return ToBf16::apply(y);
+}
 
 // The parameters' bf16 values while a Bf16WeightCopies scope is open on this thread: one copy per
 // parameter and version, shared by the scope's micro-batches. The weak pointer keeps the key's
@@ -124,7 +171,7 @@ thread_local std::unordered_map<const c10::TensorImpl*, WeightCopy> copies;
 
 // The value a bf16 product sees, held in fp32: rounded to bf16 (exact when already bf16).
 torch::Tensor bf16_value(const torch::Tensor& t) {
-  if (t.scalar_type() == torch::kBFloat16) return t.to(torch::kFloat);
+  if (t.scalar_type() == torch::kBFloat16) return WidenBf16::apply(t);
   if (t.scalar_type() != torch::kFloat) return t.to(torch::kBFloat16).to(torch::kFloat);
   const bool shared =
       copies_depth > 0 && t.is_leaf() && t.requires_grad() && torch::GradMode::is_enabled();
@@ -172,35 +219,33 @@ torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight,
                            const torch::Tensor& bias) {
   if (!emulates(x)) return torch::linear(x, weight, bias);
   const AutocastScope fp32(false);
-  return torch::linear(bf16_value(x), bf16_value(weight),
-                       bias.defined() ? bf16_value(bias) : torch::Tensor())
-      .to(torch::kBFloat16);
+  return bf16_output(torch::linear(bf16_value(x), bf16_value(weight),
+                                   bias.defined() ? bf16_value(bias) : torch::Tensor()));
 }
 
 torch::Tensor mixed_mm(const torch::Tensor& a, const torch::Tensor& b) {
   if (!emulates(a)) return torch::mm(a, b);
   const AutocastScope fp32(false);
-  return torch::mm(bf16_value(a), bf16_value(b)).to(torch::kBFloat16);
+  return bf16_output(torch::mm(bf16_value(a), bf16_value(b)));
 }
 
 torch::Tensor mixed_matmul(const torch::Tensor& a, const torch::Tensor& b) {
   if (!emulates(a)) return torch::matmul(a, b);
   const AutocastScope fp32(false);
-  return torch::matmul(bf16_value(a), bf16_value(b)).to(torch::kBFloat16);
+  return bf16_output(torch::matmul(bf16_value(a), bf16_value(b)));
 }
 
 torch::Tensor mixed_bmm(const torch::Tensor& a, const torch::Tensor& b) {
   if (!emulates(a)) return torch::bmm(a, b);
   const AutocastScope fp32(false);
-  return torch::bmm(bf16_value(a), bf16_value(b)).to(torch::kBFloat16);
+  return bf16_output(torch::bmm(bf16_value(a), bf16_value(b)));
 }
 
 torch::Tensor mixed_baddbmm(const torch::Tensor& bias, const torch::Tensor& a,
                             const torch::Tensor& b, double beta, double alpha) {
   if (!emulates(a)) return torch::baddbmm(bias, a, b, beta, alpha);
   const AutocastScope fp32(false);
-  return torch::baddbmm(bf16_value(bias), bf16_value(a), bf16_value(b), beta, alpha)
-      .to(torch::kBFloat16);
+  return bf16_output(torch::baddbmm(bf16_value(bias), bf16_value(a), bf16_value(b), beta, alpha));
 }
 
 }  // namespace triax

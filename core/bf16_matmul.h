@@ -51,8 +51,9 @@ struct Bf16Choice {
 /// Decides the path for train.bf16_matmul (auto: native where the CPU has bf16 dot products and
 /// the probe passes, else emulated) and makes it the process's. `native` where LibTorch's bf16
 /// kernel sums in bf16 throws ConfigError naming the key. TRIAX_NO_AVX512=1 makes this process
-/// behave as on a CPU without AVX-512 (oneDNN off, so LibTorch's generic bf16 kernel runs; no
-/// bf16 dot products): how tests and benchmarks check the emulated path on any machine.
+/// decide as on a CPU without AVX-512 (no bf16 dot products; the probe meets LibTorch's generic
+/// bf16 kernel, oneDNN's bf16 matmul being AVX-512 only; oneDNN's fp32 kernels stay, as such a
+/// CPU has them): how tests and benchmarks check the emulated path on any machine.
 const Bf16Choice& set_bf16_matmul(Bf16Matmul requested);
 
 /// The process's choice; `auto` decided on first use when set_bf16_matmul was never called.

@@ -5,8 +5,9 @@
 // fp32 sum is that product rounded to bf16, or its neighbour where the fp32 sum's own error moves
 // it across a rounding boundary (a bf16 ulp is 2^8 fp32 ulps: rare); LibTorch 1.13's generic bf16
 // kernel (what a CPU without AVX-512 runs) sums in bf16 and lands tens of ulps away.
-// TRIAX_NO_AVX512=1 gives that CPU's kernels on any machine (oneDNN off): the emulated path is
-// checked there, and the native path here where the CPU has bf16 dot products.
+// TRIAX_NO_AVX512=1 gives that CPU's decision on any machine (its probe meets LibTorch's generic
+// kernel): the emulated path is checked there, and the native path here where the CPU has bf16
+// dot products.
 #include <catch2/catch.hpp>
 
 #include <ATen/Context.h>
@@ -136,7 +137,6 @@ TEST_CASE("a bf16 matmul is the fp32-summed product of bf16 inputs, rounded once
   }
   SECTION("on a CPU without AVX-512 (TRIAX_NO_AVX512=1)") {
     const NoAvx512 no_avx512;
-    REQUIRE_FALSE(at::globalContext().userEnabledMkldnn());
     REQUIRE(bf16_choice().path == Bf16Path::kEmulated);
     REQUIRE_FALSE(bf16_choice().native_exact);
     check_arithmetic();
@@ -145,8 +145,14 @@ TEST_CASE("a bf16 matmul is the fp32-summed product of bf16 inputs, rounded once
 
 TEST_CASE("LibTorch's own bf16 kernel without AVX-512 sums in bf16, which auto never uses",
           "[bf16]") {
-  // What the emulated path is for: the same product through LibTorch's generic kernel.
+  // What the emulated path is for: the same product through LibTorch's generic kernel (oneDNN
+  // off: its bf16 matmul is what a CPU without AVX-512 lacks).
   const NoAvx512 no_avx512;
+  struct OneDnnOff {
+    bool was = at::globalContext().userEnabledMkldnn();
+    OneDnnOff() { at::globalContext().setUserEnabledMkldnn(false); }
+    ~OneDnnOff() { at::globalContext().setUserEnabledMkldnn(was); }
+  } onednn_off;
   torch::manual_seed(7);
   const torch::Tensor a = torch::rand({64, 1024}).add(0.25).to(torch::kBFloat16);
   const torch::Tensor b = torch::rand({1024, 64}).add(0.25).to(torch::kBFloat16);

@@ -6,8 +6,8 @@
 # (build/triax_bench_step --brief); PyTorch's is tools/bench/pytorch_bf16_step.py.
 #   tools/bench/bf16.sh [STEPS] [ROUNDS]        (defaults: 20 steps, 3 rounds)
 # Goals (issue 27), wider model: triax bf16 >= 1.6x triax fp32 and >= 1.1x PyTorch autocast bf16.
-# Then the same two shapes as on a CPU without AVX-512 (TRIAX_NO_AVX512=1: oneDNN off, so bf16
-# matmuls take the emulated path, core/bf16_matmul.h); goal (issue 38): bf16 >= 0.95x fp32 there
+# Then the same two shapes as on a CPU without AVX-512 (TRIAX_NO_AVX512=1: no bf16 dot products,
+# LibTorch's bf16 matmul inexact, so bf16 matmuls take the emulated path, core/bf16_matmul.h); goal (issue 38): bf16 >= 0.95x fp32 there
 # (bf16 brings no speed without bf16 dot products, and must cost no more than fp32).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
