@@ -5,9 +5,12 @@
 #include <c10/util/intrusive_ptr.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "core/autocast_scope.h"
 #include "core/bf16_bits.h"
@@ -78,8 +81,11 @@ Bf16Choice decide(Bf16Matmul requested) {
   return c;
 }
 
-std::mutex choice_mutex;
-Bf16Choice* chosen = nullptr;  // guarded by choice_mutex until set; read-only afterwards
+// Every emulated product reads the choice: a lock-free load. A new choice (the tests set several)
+// is a new object; the old ones are kept, since a caller may still hold a reference to one.
+std::mutex choice_mutex;  // serialises deciding and guards `choices`
+std::vector<std::unique_ptr<const Bf16Choice>>* choices = nullptr;  // every choice made
+std::atomic<const Bf16Choice*> chosen{nullptr};                     // the latest of them
 
 // Whether `t` takes the emulated path: a CPU tensor in a bf16 product (inside a bf16 autocast
 // scope, or already bf16) on a process whose path is the emulated one.
@@ -191,17 +197,14 @@ torch::Tensor bf16_value(const torch::Tensor& t) {
 
 const Bf16Choice& set_bf16_matmul(Bf16Matmul requested) {
   std::lock_guard<std::mutex> lock(choice_mutex);
-  Bf16Choice next = decide(requested);
-  if (chosen == nullptr) chosen = new Bf16Choice();  // lives as long as the process
-  *chosen = std::move(next);
-  return *chosen;
+  if (choices == nullptr) choices = new std::vector<std::unique_ptr<const Bf16Choice>>();
+  choices->push_back(std::make_unique<const Bf16Choice>(decide(requested)));
+  chosen.store(choices->back().get(), std::memory_order_release);
+  return *choices->back();
 }
 
 const Bf16Choice& bf16_choice() {
-  {
-    std::lock_guard<std::mutex> lock(choice_mutex);
-    if (chosen != nullptr) return *chosen;
-  }
+  if (const Bf16Choice* c = chosen.load(std::memory_order_acquire)) return *c;
   return set_bf16_matmul(Bf16Matmul::kAuto);
 }
 
