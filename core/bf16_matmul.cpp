@@ -122,41 +122,35 @@ torch::Tensor widened(const torch::Tensor& t) {  // bf16 -> fp32
   return elementwise<uint16_t, float>(t, torch::kFloat, &widen_bf16_words);
 }
 
+// The gradients of the conversions: what autograd gives x.to(fp32) and x.to(bf16).
+torch::Tensor widened_grad(const torch::Tensor& g) {
+  return widened(g.to(torch::kBFloat16));
+}
+torch::Tensor rounded_grad(const torch::Tensor& g) {
+  return rounded_words(g.to(torch::kFloat));
+}
+
 // The three conversions of the emulated path as autograd functions, each differentiated as the
-// LibTorch ops they stand for (x.to(bf16).to(fp32), x.to(bf16), x.to(fp32)): the gradient
-// converted back the same way. One vectorised pass each way, in the tensor's own layout, where
-// LibTorch 1.13's copy_ converts a transposed view element by element. They save nothing for
-// backward, so a weight copy shared by several micro-batches' graphs can be differentiated once
-// per micro-batch.
-struct RoundToBf16 : public torch::autograd::Function<RoundToBf16> {
+// LibTorch op it stands for: RoundToBf16 as x.to(bf16).to(fp32) (the gradient rounded the same
+// way), ToBf16 as x.to(bf16) (the gradient widened), WidenBf16 as x.to(fp32) (the gradient
+// rounded to bf16). One vectorised pass each way, in the tensor's own layout, where LibTorch
+// 1.13's copy_ converts a transposed view element by element. They save nothing for backward, so
+// a weight copy shared by several micro-batches' graphs can be differentiated once per
+// micro-batch.
+template <torch::Tensor (*Forward)(const torch::Tensor&),
+          torch::Tensor (*Backward)(const torch::Tensor&)>
+struct Conversion : public torch::autograd::Function<Conversion<Forward, Backward>> {
   static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& x) {
-    return rounded_values(x);
+    return Forward(x);
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
                                                  torch::autograd::variable_list grads) {
-    return {grads[0].defined() ? rounded_values(grads[0]) : torch::Tensor()};
+    return {grads[0].defined() ? Backward(grads[0]) : torch::Tensor()};
   }
 };
-
-struct ToBf16 : public torch::autograd::Function<ToBf16> {
-  static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& x) {
-    return rounded_words(x);
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
-                                                 torch::autograd::variable_list grads) {
-    return {grads[0].defined() ? widened(grads[0].to(torch::kBFloat16)) : torch::Tensor()};
-  }
-};
-
-struct WidenBf16 : public torch::autograd::Function<WidenBf16> {
-  static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& x) {
-    return widened(x);
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
-                                                 torch::autograd::variable_list grads) {
-    return {grads[0].defined() ? rounded_words(grads[0].to(torch::kFloat)) : torch::Tensor()};
-  }
-};
+using RoundToBf16 = Conversion<rounded_values, rounded_values>;
+using ToBf16 = Conversion<rounded_words, widened_grad>;
+using WidenBf16 = Conversion<widened, rounded_grad>;
 
 // The emulated product's output: rounded to bf16 once (an fp32 result; anything else as is).
 torch::Tensor bf16_output(const torch::Tensor& y) {
