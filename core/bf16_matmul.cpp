@@ -124,7 +124,7 @@ torch::Tensor widened(const torch::Tensor& t) {  // bf16 -> fp32
 
 // The gradients of the conversions: what autograd gives x.to(fp32) and x.to(bf16).
 torch::Tensor widened_grad(const torch::Tensor& g) {
-  return widened(g.to(torch::kBFloat16));
+  return widened(g.scalar_type() == torch::kFloat ? rounded_words(g) : g.to(torch::kBFloat16));
 }
 torch::Tensor rounded_grad(const torch::Tensor& g) {
   return rounded_words(g.to(torch::kFloat));
@@ -243,6 +243,20 @@ torch::Tensor mixed_baddbmm(const torch::Tensor& bias, const torch::Tensor& a,
   if (!emulates(a)) return torch::baddbmm(bias, a, b, beta, alpha);
   const AutocastScope fp32(false);
   return bf16_output(torch::baddbmm(bf16_value(bias), bf16_value(a), bf16_value(b), beta, alpha));
+}
+
+torch::Tensor convert_precision(const torch::Tensor& t, torch::ScalarType dtype) {
+  if (t.scalar_type() == dtype) return t;
+  if (t.device().is_cpu()) {
+    if (t.scalar_type() == torch::kFloat && dtype == torch::kBFloat16) return ToBf16::apply(t);
+    if (t.scalar_type() == torch::kBFloat16 && dtype == torch::kFloat) return WidenBf16::apply(t);
+  }
+  return t.to(dtype);
+}
+
+torch::Tensor mixed_add(const torch::Tensor& a, const torch::Tensor& b) {
+  const torch::ScalarType dtype = torch::promote_types(a.scalar_type(), b.scalar_type());
+  return convert_precision(a, dtype) + convert_precision(b, dtype);
 }
 
 }  // namespace triax

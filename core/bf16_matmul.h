@@ -1,6 +1,7 @@
 // defines: triax::Bf16Path, triax::Bf16Choice, triax::set_bf16_matmul, triax::bf16_choice,
 //          triax::Bf16WeightCopies, triax::mixed_linear, triax::mixed_mm, triax::mixed_matmul,
-//          triax::mixed_bmm, triax::mixed_baddbmm
+//          triax::mixed_bmm, triax::mixed_baddbmm, triax::convert_precision,
+//          triax::mixed_add
 //
 // Note [bf16 matmul arithmetic]
 // train.precision: bf16 promises one arithmetic on every CPU: a matmul's inputs rounded to bf16,
@@ -82,5 +83,16 @@ torch::Tensor mixed_bmm(const torch::Tensor& a, const torch::Tensor& b);
 /// beta * bias + alpha * (a @ b); under bf16 the bias is rounded like an input (as autocast does).
 torch::Tensor mixed_baddbmm(const torch::Tensor& bias, const torch::Tensor& a,
                             const torch::Tensor& b, double beta, double alpha);
+
+/// t.to(dtype), differentiated as .to(); between fp32 and bf16 on the CPU in one vectorised pass
+/// in t's own layout (core/bf16_bits.h), the same bits: LibTorch 1.13 rounds fp32 to bf16 ~5x
+/// slower (~250 us for 256k elements on one core), and a bf16 run converts at every element-wise
+/// op it computes in fp32 (GELU, softmax, the residual adds, the loss) and in their backward.
+torch::Tensor convert_precision(const torch::Tensor& t, torch::ScalarType dtype);
+
+/// a + b of tensors whose dtypes may differ (a bf16 layer output added to the fp32 residual
+/// stream): both converted to the promoted dtype by convert_precision, then added. The same bits
+/// as LibTorch's promoting add; its backward rounds the bf16 side's gradient in one pass.
+torch::Tensor mixed_add(const torch::Tensor& a, const torch::Tensor& b);
 
 }  // namespace triax

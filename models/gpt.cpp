@@ -113,8 +113,8 @@ torch::Tensor GptBlockImpl::attention(const torch::Tensor& x) {
     const torch::Tensor scores = mixed_baddbmm(causal_bias_.of(s), q, k.transpose(1, 2), 1.0,
                                                1.0 / std::sqrt(static_cast<double>(d)));
     const torch::Tensor probs =
-        dropout_->tp_local(torch::softmax(scores, -1, torch::kFloat), options_.dropout,
-                           is_training());  // fp32 softmax, also under bf16 autocast
+        dropout_->tp_local(torch::softmax(convert_precision(scores, torch::kFloat), -1),
+                           options_.dropout, is_training());  // fp32 softmax, also under bf16
     return mixed_bmm(probs, v);
   };
   // Selective recompute keeps q, k, v and recomputes the [heads, s, s] tensors in backward.
@@ -136,7 +136,8 @@ torch::Tensor GptBlockImpl::mlp(const torch::Tensor& x) {
   // bf16 GELU does: LibTorch's own bf16 kernel (what runs without AVX-512) rounds each of its
   // steps to bf16, and the numbers would depend on the CPU (Note [bf16 matmul arithmetic]).
   const auto gelu = [approximate](const torch::Tensor& h) {
-    return torch::gelu(h.to(torch::kFloat), approximate).to(h.scalar_type());
+    return convert_precision(torch::gelu(convert_precision(h, torch::kFloat), approximate),
+                             h.scalar_type());
   };
   if (sequence_parallel()) return fc_out->forward_scattered(gelu(fc->forward_gathered(x)));
   return fc_out(gelu(fc(x)));
@@ -152,8 +153,8 @@ torch::Tensor GptBlockImpl::forward(const torch::Tensor& x) {
   const auto drop = [&](const torch::Tensor& t) {
     return sp ? dropout_->tp_local(t, p, is_training()) : dropout_->shared(t, p, is_training());
   };
-  torch::Tensor h = x + drop(attention(ln1(x)));
-  return h + drop(mlp(ln2(h)));
+  torch::Tensor h = mixed_add(x, drop(attention(ln1(x))));
+  return mixed_add(h, drop(mlp(ln2(h))));
 }
 
 GptImpl::GptImpl(const GptOptions& options, Communicator& tp) : options_(options), tp_(&tp) {

@@ -95,9 +95,9 @@ RmsNormImpl::RmsNormImpl(int64_t features, double eps) : eps_(eps) {
 }
 
 torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
-  const torch::Tensor x32 = x.to(torch::kFloat);
+  const torch::Tensor x32 = convert_precision(x, torch::kFloat);
   const torch::Tensor normed = x32 * torch::rsqrt(x32.pow(2).mean(-1, true) + eps_);
-  return weight * normed.to(x.scalar_type());
+  return weight * convert_precision(normed, x.scalar_type());
 }
 
 LlamaBlockImpl::LlamaBlockImpl(const LlamaOptions& options, Communicator& tp, TpDropout& dropout)
@@ -170,8 +170,8 @@ torch::Tensor LlamaBlockImpl::attention(const torch::Tensor& x, const torch::Ten
     const torch::Tensor scores = mixed_baddbmm(causal_bias_.of(s), qq, kk.transpose(1, 2), 1.0,
                                                1.0 / std::sqrt(static_cast<double>(d)));
     const torch::Tensor probs =
-        dropout_->tp_local(torch::softmax(scores, -1, torch::kFloat), options_.dropout,
-                           is_training());  // fp32 softmax, also under bf16 autocast
+        dropout_->tp_local(torch::softmax(convert_precision(scores, torch::kFloat), -1),
+                           options_.dropout, is_training());  // fp32 softmax, also under bf16
     return mixed_bmm(probs, vv);
   };
   // Selective recompute keeps q, k, v and recomputes the [heads, s, s] tensors in backward.
@@ -200,8 +200,8 @@ torch::Tensor LlamaBlockImpl::forward(const torch::Tensor& x, const torch::Tenso
   const auto drop = [&](const torch::Tensor& t) {
     return sp ? dropout_->tp_local(t, p, is_training()) : dropout_->shared(t, p, is_training());
   };
-  const torch::Tensor h = x + drop(attention(input_norm(x), cos, sin));
-  return h + drop(mlp(post_attention_norm(h)));
+  const torch::Tensor h = mixed_add(x, drop(attention(input_norm(x), cos, sin)));
+  return mixed_add(h, drop(mlp(post_attention_norm(h))));
 }
 
 std::vector<torch::Tensor> LlamaBlockImpl::sequence_partial_parameters() {

@@ -23,8 +23,8 @@ torch::Tensor mean_token_loss(const torch::Tensor& local_logits, const torch::Te
                               Communicator& tp, int64_t vocab, int64_t ignore_index) {
   // The loss in fp32 whatever the logits' dtype (bf16 under autocast).
   const torch::Tensor per_token = vocab_parallel_cross_entropy(
-      local_logits.to(torch::kFloat).reshape({-1, local_logits.size(-1)}), targets.reshape({-1}),
-      tp, vocab, ignore_index);
+      convert_precision(local_logits, torch::kFloat).reshape({-1, local_logits.size(-1)}),
+      targets.reshape({-1}), tp, vocab, ignore_index);
   const torch::Tensor count = targets.ne(ignore_index).sum().clamp_min(1);
   return per_token.sum() / count;
 }
