@@ -6,26 +6,24 @@
 #include "core/error.h"
 #include "core/stage_placement.h"
 #include "core/strings.h"
+#include "models/model_spec.h"
 
 namespace triax {
-namespace {
 
-// The keys that shape the saved tensors, other than the layout: a run may change anything else
-// (lr, steps, dropout, ...) on resume, not these.
 void check_same_model(const Config& saved, const Config& config, const std::string& dir) {
   std::vector<std::string> differ;
   const auto compare = [&](const char* key, const auto& was, const auto& now) {
     if (was != now) differ.push_back(str(key, " was ", was, ", now ", now));
   };
-  const ModelConfig &a = saved.model, &b = config.model;
-  compare("model.arch", a.arch, b.arch);
-  compare("model.hidden", a.hidden, b.hidden);
-  compare("model.heads", a.heads, b.heads);
-  compare("model.layers", a.layers, b.layers);
-  compare("model.seq_len", a.seq_len, b.seq_len);
-  compare("model.vocab", a.vocab, b.vocab);
-  compare("model.tie_embeddings", std::string(a.tie_embeddings ? "true" : "false"),
-          std::string(b.tie_embeddings ? "true" : "false"));
+  compare("model.arch", saved.model.arch, config.model.arch);
+  // The family's own list: every model.* key its build reads (models/model_keys.h).
+  if (saved.model.arch == config.model.arch) {
+    const ModelSpec& spec = model_spec(config.model.arch);
+    for (std::string& d :
+         ModelKeys::differences(spec.model_keys(saved.model), spec.model_keys(config.model))) {
+      differ.push_back(std::move(d));
+    }
+  }
   compare("train.optimizer", saved.train.optimizer, config.train.optimizer);
   // Which stage holds which layer (the shards are per stage).
   compare("schedule.layer_boundaries", str("[", join(saved.schedule.layer_boundaries, ", "), "]"),
@@ -35,8 +33,6 @@ void check_same_model(const Config& saved, const Config& config, const std::stri
       "checkpoint ", dir, " holds another model or optimizer: ", join(differ, "; "),
       " (valid: the checkpoint's values; ", dir, "/manifest.yaml has its whole configuration)"));
 }
-
-}  // namespace
 
 Manifest open_checkpoint(const std::string& spec, const std::string& root) {
   Manifest m = Manifest::read(locate_checkpoint(spec, root));

@@ -53,16 +53,18 @@ void check_gpt_layout(const Config& config) {
   }
 }
 
-GptOptions GptOptions::from_config(const ModelConfig& model, uint64_t seed) {
+GptOptions GptOptions::from_config(const ModelConfig& model, uint64_t seed, ModelKeys* keys) {
+  ModelKeys unused;
+  ModelKeys& k = keys != nullptr ? *keys : unused;
   GptOptions options;
-  options.vocab = model.vocab;
-  options.hidden = model.hidden;
-  options.heads = model.heads;
-  options.layers = model.layers;
-  options.seq_len = model.seq_len;
-  options.dropout = model.dropout;
-  options.tie_embeddings = model.tie_embeddings;
-  options.activation = model.activation;
+  options.vocab = k.read("model.vocab", model.vocab);
+  options.hidden = k.read("model.hidden", model.hidden);
+  options.heads = k.read("model.heads", model.heads);
+  options.layers = k.read("model.layers", model.layers);
+  options.seq_len = k.read("model.seq_len", model.seq_len);
+  options.tie_embeddings = k.read("model.tie_embeddings", model.tie_embeddings);
+  options.activation = k.read("model.activation", model.activation);
+  options.dropout = model.dropout;  // a training choice: no weight, no evaluation output
   options.seed = seed;
   return options;
 }

@@ -20,6 +20,7 @@
 
 #include "core/config.h"
 #include "models/lm_head.h"
+#include "models/model_keys.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/tp/column_parallel_linear.h"
 #include "parallel/tp/row_parallel_linear.h"
@@ -60,8 +61,9 @@ struct GptOptions {
   /// keep them whole.
   bool sequence_parallel = false;
 
-  /// The whole model of the `model:` section, with `seed`.
-  static GptOptions from_config(const ModelConfig& model, uint64_t seed);
+  /// The whole model of the `model:` section, with `seed`; `keys` records each model.* key read
+  /// (models/model_keys.h).
+  static GptOptions from_config(const ModelConfig& model, uint64_t seed, ModelKeys* keys = nullptr);
 };
 
 class GptBlockImpl : public torch::nn::Module {

@@ -30,6 +30,12 @@ std::unique_ptr<ModelChunk> build_chunk(const Config& config, int stage,
   return std::make_unique<GptChunk>(gpt_stage_options(whole, stage, stages), tp);
 }
 
+ModelKeys keys(const ModelConfig& model) {
+  ModelKeys k;
+  GptOptions::from_config(model, 0, &k);
+  return k;
+}
+
 }  // namespace
 
 const ModelSpec& gpt_spec() {
@@ -49,7 +55,8 @@ const ModelSpec& gpt_spec() {
                               tokens_per_sample,
                               gpt_flops_per_token,
                               transformer_activation_shape,
-                              gpt_stage_memory};
+                              gpt_stage_memory,
+                              keys};
   return spec;
 }
 

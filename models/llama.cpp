@@ -49,26 +49,33 @@ int64_t llama_intermediate_size(int64_t hidden, int64_t multiple_of) {
   return (raw + multiple_of - 1) / multiple_of * multiple_of;
 }
 
-LlamaOptions LlamaOptions::from_config(const ModelConfig& model, uint64_t seed) {
+LlamaOptions LlamaOptions::from_config(const ModelConfig& model, uint64_t seed, ModelKeys* keys) {
+  ModelKeys unused;
+  ModelKeys& k = keys != nullptr ? *keys : unused;
   LlamaOptions o;
-  o.vocab = model.vocab;
-  o.hidden = model.hidden;
-  o.heads = model.heads;
-  o.kv_heads = model.kv_heads == 0 ? model.heads : model.kv_heads;
-  o.intermediate = model.intermediate_size > 0
-                       ? model.intermediate_size
-                       : llama_intermediate_size(model.hidden, model.multiple_of);
-  o.layers = model.layers;
-  o.seq_len = model.seq_len;
-  o.norm_eps = model.norm_eps;
-  o.rope_theta = model.rope_theta;
-  o.rope_scaling_factor = model.rope_scaling_factor;
-  o.rope_low_freq_factor = model.rope_low_freq_factor;
-  o.rope_high_freq_factor = model.rope_high_freq_factor;
-  o.rope_original_max_positions = model.rope_original_max_positions;
-  o.qkv_bias = model.qkv_bias;
-  o.tie_embeddings = model.tie_embeddings;
-  o.dropout = model.dropout;
+  o.vocab = k.read("model.vocab", model.vocab);
+  o.hidden = k.read("model.hidden", model.hidden);
+  o.heads = k.read("model.heads", model.heads);
+  // 0 means heads: the value the model uses is what a checkpoint is compared by.
+  o.kv_heads = k.read("model.kv_heads", model.kv_heads == 0 ? model.heads : model.kv_heads);
+  o.intermediate =
+      k.read("model.intermediate_size", model.intermediate_size) > 0
+          ? model.intermediate_size
+          : llama_intermediate_size(model.hidden, k.read("model.multiple_of", model.multiple_of));
+  o.layers = k.read("model.layers", model.layers);
+  o.seq_len = k.read("model.seq_len", model.seq_len);
+  o.norm_eps = k.read("model.norm_eps", model.norm_eps);
+  o.rope_theta = k.read("model.rope_theta", model.rope_theta);
+  o.rope_scaling_factor = k.read("model.rope_scaling_factor", model.rope_scaling_factor);
+  if (o.rope_scaling_factor > 0) {  // the scaling's other terms count only when it is on
+    o.rope_low_freq_factor = k.read("model.rope_low_freq_factor", model.rope_low_freq_factor);
+    o.rope_high_freq_factor = k.read("model.rope_high_freq_factor", model.rope_high_freq_factor);
+    o.rope_original_max_positions =
+        k.read("model.rope_original_max_positions", model.rope_original_max_positions);
+  }
+  o.qkv_bias = k.read("model.qkv_bias", model.qkv_bias);
+  o.tie_embeddings = k.read("model.tie_embeddings", model.tie_embeddings);
+  o.dropout = model.dropout;  // a training choice: no weight, no evaluation output
   o.seed = seed;
   return o;
 }

@@ -27,6 +27,7 @@
 
 #include "core/config.h"
 #include "models/lm_head.h"
+#include "models/model_keys.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/tp/column_parallel_linear.h"
 #include "parallel/tp/row_parallel_linear.h"
@@ -67,8 +68,9 @@ struct LlamaOptions {
   bool sequence_parallel = false;
 
   /// The whole model of the `model:` section (kv_heads 0 = heads; intermediate_size 0 = the
-  /// multiple-of rule), with `seed`.
-  static LlamaOptions from_config(const ModelConfig& model, uint64_t seed);
+  /// multiple-of rule), with `seed`; `keys` records each model.* key read (models/model_keys.h).
+  static LlamaOptions from_config(const ModelConfig& model, uint64_t seed,
+                                  ModelKeys* keys = nullptr);
 };
 
 /// Llama's SwiGLU width rule: 2/3 of 4 x hidden, rounded up to a multiple of `multiple_of`

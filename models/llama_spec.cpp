@@ -29,6 +29,12 @@ std::unique_ptr<ModelChunk> build_chunk(const Config& config, int stage,
   return std::make_unique<LlamaChunk>(stage_options(whole, stage, stages), tp);
 }
 
+ModelKeys keys(const ModelConfig& model) {
+  ModelKeys k;
+  LlamaOptions::from_config(model, 0, &k);
+  return k;
+}
+
 }  // namespace
 
 const ModelSpec& llama_spec() {
@@ -48,7 +54,8 @@ const ModelSpec& llama_spec() {
                               tokens_per_sample,
                               llama_flops_per_token,
                               transformer_activation_shape,
-                              llama_stage_memory};
+                              llama_stage_memory,
+                              keys};
   return spec;
 }
 

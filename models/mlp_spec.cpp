@@ -30,13 +30,26 @@ std::vector<std::pair<int64_t, int64_t>> stage_layers(const Config& config) {
   return {{0, static_cast<int64_t>(config.model.mlp_hidden.size()) + 1}};
 }
 
+// The one model.* key the MLP is built from.
+const std::vector<int64_t>& hidden(const ModelConfig& model, ModelKeys& keys) {
+  return keys.read("model.mlp_hidden", model.mlp_hidden);
+}
+
 std::unique_ptr<ModelChunk> build_chunk(const Config& config, int /*stage*/,
                                         const std::vector<std::pair<int64_t, int64_t>>& /*stages*/,
                                         Communicator& /*tp*/) {
   // LibTorch's default Linear initialisation from the global generator: seeded here, the same
   // weights on every rank (and DDP's broadcast keeps them so).
   torch::manual_seed(static_cast<uint64_t>(config.train.seed));
-  return std::make_unique<MlpChunk>(MlpOptions(kMlpInputs, config.model.mlp_hidden, kMlpClasses));
+  ModelKeys unused;
+  return std::make_unique<MlpChunk>(
+      MlpOptions(kMlpInputs, hidden(config.model, unused), kMlpClasses));
+}
+
+ModelKeys keys(const ModelConfig& model) {
+  ModelKeys k;
+  hidden(model, k);
+  return k;
 }
 
 int64_t one(const ModelConfig& /*model*/) {
@@ -90,7 +103,8 @@ const ModelSpec& mlp_spec() {
                               one,
                               flops_per_sample,
                               no_activation,
-                              memory};
+                              memory,
+                              keys};
   return spec;
 }
 

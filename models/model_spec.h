@@ -12,6 +12,8 @@
 //   units_per_sample what throughput counts per sample (GPT: seq_len tokens)
 //   memory          this rank's parameter and peak activation bytes (the memory bench's theory)
 //   metric          what evaluation measures (GPT: held-out loss; MLP: test accuracy)
+//   model_keys      the model.* keys the build reads, with their values (what a checkpoint's
+//                   model is: resume refuses any difference)
 // Batches are rows of samples: inputs and targets with the sample on dim 0, so a micro-batch is
 // a slice of both and a dp rank's share is a subset of rows.
 #pragma once
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "models/model_keys.h"
 #include "parallel/comm/communicator.h"
 
 namespace triax {
@@ -112,6 +115,9 @@ struct ModelSpec {
   /// first stage, the head on the last), at tensor parallelism `tp`.
   StageMemory (*memory)(const Config& config, int tp, int64_t layers, bool first_stage,
                         bool last_stage);
+  /// The model.* keys build_chunk reads that shape the weights or change what they compute, with
+  /// the values read (models/model_keys.h).
+  ModelKeys (*model_keys)(const ModelConfig& model);
 };
 
 /// The spec of model.arch.

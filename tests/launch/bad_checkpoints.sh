@@ -48,6 +48,9 @@ run 2 "triax reshard" "$d" "$@" --set parallel.tensor=1 --set parallel.pipeline=
 # Another model shape or optimizer: named key by key before anything is loaded.
 run 4 "holds another model or optimizer: model.hidden was 128, now 64" "$d" "$@" --set model.hidden=64
 run 4 "train.optimizer was adamw, now sgd" "$d" "$@" --set train.optimizer=sgd
+# Same shapes, other numbers: a key the family's build reads (models/model_keys.h).
+run 4 "holds another model or optimizer: model.activation was gelu, now gelu_tanh" "$d" "$@" \
+  --set model.activation=gelu_tanh
 # --resume auto needs a folder to look in.
 "$EXPECT" 4 "--resume auto: no checkpoint folder (set checkpoint.dir or run.dir)" \
   "$MPIEXEC" -n 4 "$TRIAX" train "$CONFIG" "$@" --set run.dir= --resume auto
