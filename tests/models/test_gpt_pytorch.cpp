@@ -23,7 +23,7 @@ TEST_CASE("the GPT matches PyTorch: loss and every gradient", "[python][gpt]") {
   // Untied with GPT-2's tanh GELU (model.activation: gelu_tanh), tied with the exact one.
   for (bool tied : {true, false}) {
     GptOptions options;
-    options.activation = tied ? Activation::kGelu : Activation::kGeluTanh;
+    options.mlp = tied ? MlpKind::kGelu : MlpKind::kGeluTanh;
     options.vocab = 61;
     options.hidden = 48;
     options.heads = 4;

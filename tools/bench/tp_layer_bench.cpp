@@ -40,14 +40,14 @@ int main(int argc, char** argv) {
   options.seq_len = s;
   TpDropout dropout(1, tp.rank());
   torch::manual_seed(1);
-  GptBlock block(options, tp, dropout);
+  TransformerBlock block(options, tp, dropout);
   torch::manual_seed(2);
   const torch::Tensor x = torch::randn({b, s, h});
   const torch::Tensor probe = torch::randn({b, s, h});
 
   const auto step = [&] {
     torch::Tensor input = x.clone().requires_grad_();
-    (block(input) * probe).sum().backward();
+    (block->forward(input) * probe).sum().backward();
   };
   for (int i = 0; i < 3; ++i) step();  // warm-up
   tp.reset();
