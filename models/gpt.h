@@ -1,5 +1,5 @@
-// defines: triax::GptOptions, triax::Gpt, triax::GptImpl, triax::GptBlock, triax::check_gpt_layout,
-//          triax::valid_divisors
+// defines: triax::GptOptions, triax::Gpt, triax::GptImpl, triax::GptBlock,
+//          triax::check_gpt_layout
 //
 // The GPT family (GPT-2's shape) as a preset of the one transformer (models/transformer.h):
 // learned positions, LayerNorm, one fused qkv projection, biases on every projection, the MLP's
@@ -11,15 +11,13 @@
 #include "core/config.h"
 #include "models/model_keys.h"
 #include "models/transformer.h"
+#include "models/transformer_layout.h"
 
 namespace triax {
 
 /// Throws ConfigError (on every rank, before communication) when the GPT of `config` cannot be
 /// laid out: heads not divisible by parallel.tensor, hidden not divisible by heads, ...
 void check_gpt_layout(const Config& config);
-
-/// "1, 2, 4, 8": the divisors of n, for messages that say what would be valid.
-std::string valid_divisors(int64_t n);
 
 struct GptOptions : TransformerOptions {
   GptOptions();  ///< the preset, at the default sizes

@@ -2,7 +2,7 @@
 
 #include "models/gpt_flops.h"
 #include "models/gpt_memory.h"
-#include "models/gpt_stages.h"
+#include "models/transformer_stages.h"
 
 namespace triax {
 
@@ -17,27 +17,6 @@ Batch random_token_batch(const Config& config, int step) {
       0, config.model.vocab, {config.train.global_batch, config.model.seq_len + 1}, torch::kLong));
 }
 
-namespace {
-
-std::unique_ptr<ModelChunk> build_chunk(const Config& config, int stage,
-                                        const std::vector<std::pair<int64_t, int64_t>>& stages,
-                                        Communicator& tp) {
-  GptOptions whole =
-      GptOptions::from_config(config.model, static_cast<uint64_t>(config.train.seed));
-  whole.recompute = config.train.recompute;
-  whole.recompute_layers = config.train.recompute_layers;
-  whole.sequence_parallel = config.parallel.sequence;
-  return std::make_unique<GptChunk>(gpt_stage_options(whole, stage, stages), tp);
-}
-
-ModelKeys keys(const ModelConfig& model) {
-  ModelKeys k;
-  GptOptions::from_config(model, 0, &k);
-  return k;
-}
-
-}  // namespace
-
 const ModelSpec& gpt_spec() {
   static const ModelSpec spec{ModelKind::kGpt,
                               "GPT",
@@ -51,12 +30,13 @@ const ModelSpec& gpt_spec() {
                               /*generates_text=*/true,
                               check_gpt_layout,
                               transformer_stage_layers<gpt_flops_per_token>,
-                              build_chunk,
+                              build_transformer_chunk<GptOptions>,
                               tokens_per_sample,
                               gpt_flops_per_token,
                               transformer_activation_shape,
                               gpt_stage_memory,
-                              keys};
+                              transformer_model_keys<GptOptions>,
+                              DataSource::kTokenFiles};
   return spec;
 }
 

@@ -1,8 +1,8 @@
-// defines: triax::GptChunk, triax::token_batch, triax::gpt_spec
+// defines: triax::token_batch, triax::gpt_spec
 //
 // The GPT as a model spec (models/model_spec.h): a chunk is a Gpt part holding its stage's layers
-// (models/gpt_stages.h); samples are token sequences of seq_len + 1, whose first seq_len tokens
-// are the inputs and whose last seq_len the targets; evaluation measures the held-out loss.
+// (models/transformer_stages.h); samples are token sequences of seq_len + 1, whose first seq_len
+// tokens are the inputs and whose last seq_len the targets; evaluation measures the held-out loss.
 #pragma once
 
 #include "models/gpt.h"
@@ -10,8 +10,6 @@
 #include "models/transformer_chunk.h"
 
 namespace triax {
-
-using GptChunk = TransformerChunk<Gpt>;
 
 /// Token sequences [n, seq_len + 1] as a batch: inputs tokens[:, :-1], targets tokens[:, 1:].
 Batch token_batch(const torch::Tensor& tokens);

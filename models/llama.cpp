@@ -1,28 +1,12 @@
 #include "models/llama.h"
 
 #include "core/error.h"
-#include "models/gpt.h"
+#include "models/transformer_layout.h"
 
 namespace triax {
 
 void check_llama_layout(const Config& config) {
-  check_gpt_layout(config);  // heads | hidden, tp | heads, sequence parallelism, stages
-  const ModelConfig& m = config.model;
-  const int64_t kv = m.kv_heads == 0 ? m.heads : m.kv_heads;
-  const int64_t tp = config.parallel.tensor;
-  if (m.heads % kv != 0) {
-    throw ConfigError(str("model.kv_heads: ", kv, " does not divide model.heads=", m.heads,
-                          " (valid: ", valid_divisors(m.heads), ")"));
-  }
-  if (kv % tp != 0) {
-    throw ConfigError(str("parallel.tensor: ", tp, " does not divide model.kv_heads=", kv,
-                          ": each tensor-parallel rank must hold whole key/value heads (valid: ",
-                          valid_divisors(kv), ")"));
-  }
-  if ((m.hidden / m.heads) % 2 != 0) {
-    throw ConfigError(str("model.hidden / model.heads = ", m.hidden / m.heads,
-                          " is odd; rotary embeddings rotate pairs (valid: an even head size)"));
-  }
+  check_transformer_layout(config, LlamaOptions::from_config(config.model, 0));
 }
 
 int64_t llama_intermediate_size(int64_t hidden, int64_t multiple_of) {

@@ -2,8 +2,8 @@
 
 #include "core/error.h"
 #include "models/gpt_spec.h"
-#include "models/gpt_stages.h"
 #include "models/llama_memory.h"
+#include "models/transformer_stages.h"
 
 namespace triax {
 
@@ -15,27 +15,6 @@ double llama_flops_per_token(const ModelConfig& model) {
   const double matmuls = static_cast<double>(o.layers) * layer + h * static_cast<double>(o.vocab);
   return 6 * matmuls + 12.0 * static_cast<double>(o.layers) * h * static_cast<double>(o.seq_len);
 }
-
-namespace {
-
-std::unique_ptr<ModelChunk> build_chunk(const Config& config, int stage,
-                                        const std::vector<std::pair<int64_t, int64_t>>& stages,
-                                        Communicator& tp) {
-  LlamaOptions whole =
-      LlamaOptions::from_config(config.model, static_cast<uint64_t>(config.train.seed));
-  whole.recompute = config.train.recompute;
-  whole.recompute_layers = config.train.recompute_layers;
-  whole.sequence_parallel = config.parallel.sequence;
-  return std::make_unique<LlamaChunk>(stage_options(whole, stage, stages), tp);
-}
-
-ModelKeys keys(const ModelConfig& model) {
-  ModelKeys k;
-  LlamaOptions::from_config(model, 0, &k);
-  return k;
-}
-
-}  // namespace
 
 const ModelSpec& llama_spec() {
   static const ModelSpec spec{ModelKind::kLlama,
@@ -50,12 +29,13 @@ const ModelSpec& llama_spec() {
                               /*generates_text=*/true,
                               check_llama_layout,
                               transformer_stage_layers<llama_flops_per_token>,
-                              build_chunk,
+                              build_transformer_chunk<LlamaOptions>,
                               tokens_per_sample,
                               llama_flops_per_token,
                               transformer_activation_shape,
                               llama_stage_memory,
-                              keys};
+                              transformer_model_keys<LlamaOptions>,
+                              DataSource::kTokenFiles};
   return spec;
 }
 

@@ -1,4 +1,4 @@
-// defines: triax::LlamaChunk, triax::llama_flops_per_token,
+// defines: triax::llama_flops_per_token,
 //          triax::llama_spec
 //
 // The Llama family as a model spec (models/model_spec.h): a chunk is a Llama part holding its
@@ -14,8 +14,6 @@
 #include "models/transformer_chunk.h"
 
 namespace triax {
-
-using LlamaChunk = TransformerChunk<Llama>;
 
 /// Training FLOPs per token, the matmuls executed (PaLM's convention, as gpt_flops_per_token):
 /// 6 x (per layer 2h^2 for q and o, 2h * kv_heads * head_dim for k and v, 3h * intermediate for

@@ -104,7 +104,8 @@ const ModelSpec& mlp_spec() {
                               flops_per_sample,
                               no_activation,
                               memory,
-                              keys};
+                              keys,
+                              DataSource::kFashionMnist};
   return spec;
 }
 

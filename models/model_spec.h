@@ -1,4 +1,5 @@
-// defines: triax::Batch, triax::ModelChunk, triax::StageMemory, triax::ModelSpec,
+// defines: triax::Batch, triax::ModelChunk, triax::StageMemory, triax::DataSource,
+// triax::ModelSpec,
 //          triax::model_spec
 //
 // A model family as a spec (torchtitan's TrainSpec): everything the trainer, the training loop,
@@ -12,6 +13,7 @@
 //   units_per_sample what throughput counts per sample (GPT: seq_len tokens)
 //   memory          this rank's parameter and peak activation bytes (the memory bench's theory)
 //   metric          what evaluation measures (GPT: held-out loss; MLP: test accuracy)
+//   data            where its samples come from (token files | Fashion-MNIST)
 //   model_keys      the model.* keys the build reads, with their values (what a checkpoint's
 //                   model is: resume refuses any difference)
 // Batches are rows of samples: inputs and targets with the sample on dim 0, so a micro-batch is
@@ -82,6 +84,12 @@ struct StageMemory {
   double deferred_weight_bytes = 0;
 };
 
+/// Where a family's samples come from (train/batch_source.h reads them).
+enum class DataSource {
+  kTokenFiles,   ///< data.tokens / data.text: token sequences of seq_len + 1
+  kFashionMnist  ///< data.dir: 28x28 images and their labels
+};
+
 struct ModelSpec {
   ModelKind kind;
   const char* name;         ///< "GPT", "MLP": how logs name the model
@@ -118,6 +126,7 @@ struct ModelSpec {
   /// The model.* keys build_chunk reads that shape the weights or change what they compute, with
   /// the values read (models/model_keys.h).
   ModelKeys (*model_keys)(const ModelConfig& model);
+  DataSource data;
 };
 
 /// The spec of model.arch.

@@ -1,12 +1,12 @@
 // defines: triax::TransformerChunk, triax::stage_options, triax::transformer_stage_layers,
-//          triax::tokens_per_sample, triax::transformer_activation_shape
+//          triax::tokens_per_sample, triax::transformer_activation_shape,
+//          triax::build_transformer_chunk, triax::transformer_model_keys
 //
 // What the GPT and the Llama share as model specs (models/model_spec.h): a chunk is one part of
-// the model holding a stage's layers — the embedding on the first stage, the final norm, head and
-// loss on the last — driven the same way whatever the family. `Model` is a module holder (Gpt,
-// Llama) with embed, run_layers, loss_from_hidden, logits_from_hidden,
-// sequence_partial_parameters and dropout; `Options` its options with the stage fields
-// (first_layer, last_layer, has_embedding, has_head).
+// the transformer (models/transformer.h) holding a stage's layers — the embedding on the first
+// stage, the final norm, head and loss on the last — driven the same way whatever the family. A
+// family's spec names its preset (GptOptions, LlamaOptions: the options read from the config)
+// and its layout rules; everything else here is written once.
 #pragma once
 
 #include <map>
@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "core/error.h"
-#include "models/gpt_stages.h"
 #include "models/model_spec.h"
 #include "models/stage_balance.h"
+#include "models/transformer_stages.h"
 
 namespace triax {
 
@@ -58,11 +58,9 @@ inline std::vector<int64_t> transformer_activation_shape(const Config& config, i
   return {micro_batch, sequence_split ? seq / tp : seq, config.model.hidden};
 }
 
-template <typename Model>
 class TransformerChunk : public ModelChunk {
  public:
-  template <typename Options>
-  TransformerChunk(const Options& options, Communicator& tp) : model_(options, tp) {}
+  TransformerChunk(const TransformerOptions& options, Communicator& tp) : model_(options, tp) {}
   torch::nn::Module& module() override { return *model_; }
   torch::Tensor forward(const torch::Tensor& input, const Batch& micro) override {
     return model_->run_layers(input.defined() ? input : model_->embed(micro.inputs));
@@ -93,7 +91,28 @@ class TransformerChunk : public ModelChunk {
   }
 
  private:
-  Model model_;
+  Transformer model_;
 };
+
+/// Stage `stage`'s chunk of the family whose preset `Preset` (GptOptions, LlamaOptions) reads
+/// the model from the config: the same weights whatever the layout (seeded from train.seed).
+template <typename Preset>
+std::unique_ptr<ModelChunk> build_transformer_chunk(
+    const Config& config, int stage, const std::vector<std::pair<int64_t, int64_t>>& stages,
+    Communicator& tp) {
+  Preset whole = Preset::from_config(config.model, static_cast<uint64_t>(config.train.seed));
+  whole.recompute = config.train.recompute;
+  whole.recompute_layers = config.train.recompute_layers;
+  whole.sequence_parallel = config.parallel.sequence;
+  return std::make_unique<TransformerChunk>(stage_options(whole, stage, stages), tp);
+}
+
+/// The model.* keys `Preset` reads (ModelSpec::model_keys).
+template <typename Preset>
+ModelKeys transformer_model_keys(const ModelConfig& model) {
+  ModelKeys keys;
+  Preset::from_config(model, 0, &keys);
+  return keys;
+}
 
 }  // namespace triax

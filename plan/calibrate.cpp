@@ -126,13 +126,21 @@ std::vector<ComputeTiming> calibrate_compute(const Config& config, Communicator&
                                              const CalibrateOptions& options) {
   const ModelSpec& spec = model_spec(config.model.arch);
   std::vector<ComputeTiming> rows;
-  const int64_t heads = config.model.heads;
-  const int64_t kv = config.model.kv_heads == 0 ? heads : config.model.kv_heads;
-  for (int tp = 1; tp <= world.size(); tp *= 2) {
-    if (world.size() % tp != 0 || heads % tp != 0 ||
-        (config.model.arch == ModelKind::kLlama && kv % tp != 0)) {
-      continue;
+  // The tp sizes the family's own rules allow (ModelSpec::check_layout: heads, kv heads).
+  const auto fits = [&](int tp) {
+    Config c = config;
+    c.parallel.tensor = tp;
+    c.parallel.pipeline = 1;
+    c.parallel.sequence = false;
+    try {
+      spec.check_layout(c);
+      return true;
+    } catch (const ConfigError&) {
+      return false;
     }
+  };
+  for (int tp = 1; tp <= world.size(); tp *= 2) {
+    if (world.size() % tp != 0 || !fits(tp)) continue;
     const std::unique_ptr<Communicator> group = world.split(world.rank() / tp, world.rank());
     for (Recompute mode : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
       for (bool sp : {false, true}) {

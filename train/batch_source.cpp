@@ -82,14 +82,13 @@ class ImageBatches : public BatchSource {
 
 std::unique_ptr<BatchSource> make_batch_source(const RunPlan& plan, int dp_rank) {
   TRIAX_CHECK(plan.has_data, "make_batch_source: the plan's data is not open");
-  switch (plan.model) {
-    case ModelKind::kGpt:
-    case ModelKind::kLlama:
+  switch (model_spec(plan.model).data) {
+    case DataSource::kTokenFiles:
       return std::make_unique<TokenBatches>(plan, dp_rank);
-    case ModelKind::kMlp:
+    case DataSource::kFashionMnist:
       return std::make_unique<ImageBatches>(plan, dp_rank);
   }
-  throw Error("make_batch_source: unknown model");
+  throw Error("make_batch_source: unknown data source");
 }
 
 }  // namespace triax

@@ -106,7 +106,7 @@ void open_data(RunPlan& plan, DataCheck check) {
     return;
   }
   try {
-    if (plan.model != ModelKind::kMlp) {
+    if (model_spec(plan.model).data == DataSource::kTokenFiles) {
       open_gpt_data(plan);  // token files, for every language model
     } else {
       open_mlp_data(plan);
@@ -182,7 +182,7 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
   plan.activation_shape =
       spec.activation_shape(config, plan.batch.micro_batch, tp, plan.sequence_parallel);
   plan.eval_activation_shape = spec.activation_shape(config, plan.batch.micro_batch, tp, false);
-  if (plan.model != ModelKind::kMlp) {
+  if (spec.data == DataSource::kTokenFiles) {
     check_lr_schedule(config.train);  // the configuration's own mistakes before the data's
   } else {
     // The MLP's data is local and cheap to check, so its absence is named before the LR rule.

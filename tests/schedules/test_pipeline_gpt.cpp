@@ -6,7 +6,9 @@
 // micro-batch sum, the tied embedding's two halves, tp reductions).
 #include <catch2/catch.hpp>
 
-#include "models/gpt_stages.h"
+#include "models/gpt.h"
+#include "models/transformer_chunk.h"
+#include "models/transformer_stages.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/parallel_context.h"
 #include "parallel/tp/shard_spec.h"
@@ -60,7 +62,7 @@ void check_layout(int tp, int pp, const std::string& name, int m, int v, bool ti
   const auto ranges = split_layers(whole.layers, pp * v);
   std::vector<Gpt> chunks;
   for (int c = 0; c < v; ++c) {
-    chunks.emplace_back(gpt_stage_options(whole, schedule.stage_of(context.pp_rank(), c), ranges),
+    chunks.emplace_back(stage_options(whole, schedule.stage_of(context.pp_rank(), c), ranges),
                         context.tp());
   }
   StageFunctions stage;

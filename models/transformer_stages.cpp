@@ -1,7 +1,6 @@
-#include "models/gpt_stages.h"
+#include "models/transformer_stages.h"
 
 #include "core/error.h"
-#include "models/transformer_chunk.h"
 #include "parallel/grad_sums.h"
 
 namespace triax {
@@ -38,12 +37,8 @@ std::vector<std::pair<int64_t, int64_t>> split_layers(int64_t layers, int parts,
   return ranges;
 }
 
-GptOptions gpt_stage_options(const GptOptions& whole, int stage,
-                             const std::vector<std::pair<int64_t, int64_t>>& ranges) {
-  return stage_options(whole, stage, ranges);
-}
-
-void all_reduce_tied_embedding_grads(std::vector<Gpt>& chunks, Communicator* embedding_group) {
+void all_reduce_tied_embedding_grads(std::vector<Transformer>& chunks,
+                                     Communicator* embedding_group) {
   std::vector<torch::Tensor> copies;
   for (auto& chunk : chunks) {
     for (const auto& [name, traits] : collect_param_traits(*chunk)) {
