@@ -25,17 +25,10 @@ GptOptions GptOptions::from_config(const ModelConfig& model, uint64_t seed, Mode
   ModelKeys unused;
   ModelKeys& k = keys != nullptr ? *keys : unused;
   GptOptions options;
-  options.vocab = k.read("model.vocab", model.vocab);
-  options.hidden = k.read("model.hidden", model.hidden);
-  options.heads = k.read("model.heads", model.heads);
-  options.layers = k.read("model.layers", model.layers);
-  options.seq_len = k.read("model.seq_len", model.seq_len);
-  options.tie_embeddings = k.read("model.tie_embeddings", model.tie_embeddings);
+  options.read_common(model, seed, k);
   options.mlp = k.read("model.activation", model.activation) == Activation::kGeluTanh
                     ? MlpKind::kGeluTanh
                     : MlpKind::kGelu;
-  options.dropout = model.dropout;  // a training choice: no weight, no evaluation output
-  options.seed = seed;
   return options;
 }
 

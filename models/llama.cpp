@@ -32,17 +32,13 @@ LlamaOptions LlamaOptions::from_config(const ModelConfig& model, uint64_t seed, 
   ModelKeys unused;
   ModelKeys& k = keys != nullptr ? *keys : unused;
   LlamaOptions o;
-  o.vocab = k.read("model.vocab", model.vocab);
-  o.hidden = k.read("model.hidden", model.hidden);
-  o.heads = k.read("model.heads", model.heads);
+  o.read_common(model, seed, k);
   // 0 means heads: the value the model uses is what a checkpoint is compared by.
   o.kv_heads = k.read("model.kv_heads", model.kv_heads == 0 ? model.heads : model.kv_heads);
   o.intermediate =
       k.read("model.intermediate_size", model.intermediate_size) > 0
           ? model.intermediate_size
           : llama_intermediate_size(model.hidden, k.read("model.multiple_of", model.multiple_of));
-  o.layers = k.read("model.layers", model.layers);
-  o.seq_len = k.read("model.seq_len", model.seq_len);
   o.norm_eps = k.read("model.norm_eps", model.norm_eps);
   o.rope_theta = k.read("model.rope_theta", model.rope_theta);
   o.rope_scaling_factor = k.read("model.rope_scaling_factor", model.rope_scaling_factor);
@@ -53,9 +49,6 @@ LlamaOptions LlamaOptions::from_config(const ModelConfig& model, uint64_t seed, 
         k.read("model.rope_original_max_positions", model.rope_original_max_positions);
   }
   o.qkv_bias = k.read("model.qkv_bias", model.qkv_bias);
-  o.tie_embeddings = k.read("model.tie_embeddings", model.tie_embeddings);
-  o.dropout = model.dropout;  // a training choice: no weight, no evaluation output
-  o.seed = seed;
   return o;
 }
 

@@ -29,6 +29,18 @@ bool splits_sequence(const TransformerOptions& o, bool training, const Communica
 
 }  // namespace
 
+void TransformerOptions::read_common(const ModelConfig& model, uint64_t seed_value,
+                                     ModelKeys& keys) {
+  vocab = keys.read("model.vocab", model.vocab);
+  hidden = keys.read("model.hidden", model.hidden);
+  heads = keys.read("model.heads", model.heads);
+  layers = keys.read("model.layers", model.layers);
+  seq_len = keys.read("model.seq_len", model.seq_len);
+  tie_embeddings = keys.read("model.tie_embeddings", model.tie_embeddings);
+  dropout = model.dropout;  // a training choice: no weight, no evaluation output
+  seed = seed_value;
+}
+
 TransformerBlockImpl::TransformerBlockImpl(const TransformerOptions& options, Communicator& tp,
                                            TpDropout& dropout)
     : options_(options), dropout_(&dropout), tp_(&tp) {

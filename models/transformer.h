@@ -32,6 +32,7 @@
 
 #include "core/config.h"
 #include "models/lm_head.h"
+#include "models/model_keys.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/tp/column_parallel_linear.h"
 #include "parallel/tp/row_parallel_linear.h"
@@ -99,6 +100,11 @@ struct TransformerOptions {
   /// along the sequence over tp (parallel/tp/sequence_parallel.h); evaluation and generation
   /// keep them whole.
   bool sequence_parallel = false;
+
+  /// Reads what every transformer family takes from the `model:` section (vocab, hidden, heads,
+  /// layers, seq_len, tie_embeddings, and dropout, which is not a model key) into these options,
+  /// recording the keys in `keys`; a preset's from_config reads its own terms after.
+  void read_common(const ModelConfig& model, uint64_t seed, ModelKeys& keys);
 
   int64_t kv_head_count() const { return kv_heads == 0 ? heads : kv_heads; }
   int64_t mlp_width() const { return intermediate > 0 ? intermediate : 4 * hidden; }
