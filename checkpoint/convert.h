@@ -1,13 +1,11 @@
 // defines: triax::FullModelState, triax::FullTensorSource, triax::read_full_state,
-//          triax::write_sharded_checkpoint, triax::export_full_model, triax::import_full_model
+//          triax::schedule_for_chunks, triax::write_sharded_checkpoint, triax::whole_model
 //
 // Offline conversions, on one process, between a sharded checkpoint and the whole model:
 //   reshard  = read_full_state (every shard unsharded: tp slices concatenated, padding removed,
 //              pipeline stages merged) + write_sharded_checkpoint at the new (tp, pp, chunks)
-//   export   = read_full_state -> one safetensors file of the full parameters under their triax
-//              names, with the model's sizes and the config as metadata (what
-//              tests/models/gpt_reference.py reads into an ordinary PyTorch model)
-//   import   = such a file -> a sharded checkpoint at step 0 (weights only, no optimizer state)
+// The other formats (a PyTorch-readable file, Hugging Face folders) are interop/'s, built on
+// these two.
 // Optimizer moments are sharded exactly like their parameters, so they convert the same way.
 // The target's shards are cut by building each target stage's model and asking its ShardSpecs,
 // so the conversion uses the same slicing as training (no second copy of the rules).
@@ -64,8 +62,5 @@ std::string write_sharded_checkpoint(const FullModelState& state, int tensor, in
 /// The whole model (tp 1, pp 1, one chunk) holding `state`'s weights, in eval mode, on one
 /// process (`single` is its tp group of one): generation and the interop tests.
 std::unique_ptr<ModelChunk> whole_model(const FullModelState& state, Communicator& single);
-
-void export_full_model(const FullModelState& state, const std::string& path);
-FullModelState import_full_model(const std::string& path);
 
 }  // namespace triax

@@ -1,5 +1,5 @@
-// Fuzz target: Hugging Face config.json (checkpoint/hf_config.h), the model family's shape.
-#include "checkpoint/hf_config.h"
+// Fuzz target: Hugging Face config.json (interop/hf_config.h), the model family's shape.
+#include "interop/hf_config.h"
 #include "fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,6 +1,8 @@
 #include "models/gpt_spec.h"
 
+#include "core/strings.h"
 #include "models/gpt_flops.h"
+#include "models/gpt_hf.h"
 #include "models/gpt_memory.h"
 #include "models/transformer_stages.h"
 
@@ -16,6 +18,14 @@ Batch random_token_batch(const Config& config, int step) {
   return token_batch(torch::randint(
       0, config.model.vocab, {config.train.global_batch, config.model.seq_len + 1}, torch::kLong));
 }
+
+namespace {
+
+std::string profile_terms(const ModelConfig& m) {
+  return str(" h", m.hidden, " a", m.heads);
+}
+
+}  // namespace
 
 const ModelSpec& gpt_spec() {
   static const ModelSpec spec{ModelKind::kGpt,
@@ -36,7 +46,9 @@ const ModelSpec& gpt_spec() {
                               transformer_activation_shape,
                               gpt_stage_memory,
                               transformer_model_keys<GptOptions>,
-                              DataSource::kTokenFiles};
+                              DataSource::kTokenFiles,
+                              profile_terms,
+                              &gpt_hf()};
   return spec;
 }
 

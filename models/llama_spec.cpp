@@ -1,7 +1,9 @@
 #include "models/llama_spec.h"
 
 #include "core/error.h"
+#include "core/strings.h"
 #include "models/gpt_spec.h"
+#include "models/llama_hf.h"
 #include "models/llama_memory.h"
 #include "models/transformer_stages.h"
 
@@ -15,6 +17,15 @@ double llama_flops_per_token(const ModelConfig& model) {
   const double matmuls = static_cast<double>(o.layers) * layer + h * static_cast<double>(o.vocab);
   return 6 * matmuls + 12.0 * static_cast<double>(o.layers) * h * static_cast<double>(o.seq_len);
 }
+
+namespace {
+
+std::string profile_terms(const ModelConfig& m) {
+  return str(" h", m.hidden, " a", m.heads, " kv", m.kv_heads == 0 ? m.heads : m.kv_heads, " i",
+             m.intermediate_size);
+}
+
+}  // namespace
 
 const ModelSpec& llama_spec() {
   static const ModelSpec spec{ModelKind::kLlama,
@@ -35,7 +46,9 @@ const ModelSpec& llama_spec() {
                               transformer_activation_shape,
                               llama_stage_memory,
                               transformer_model_keys<LlamaOptions>,
-                              DataSource::kTokenFiles};
+                              DataSource::kTokenFiles,
+                              profile_terms,
+                              &llama_hf()};
   return spec;
 }
 

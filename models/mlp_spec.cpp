@@ -1,6 +1,7 @@
 #include "models/mlp_spec.h"
 
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace triax {
 
@@ -84,6 +85,12 @@ StageMemory memory(const Config& config, int /*tp*/, int64_t /*layers*/, bool /*
   return m;
 }
 
+// The profile key's terms as they were before families had their own (" h.. a.."), so profiles
+// calibrated then still match.
+std::string profile_terms(const ModelConfig& m) {
+  return str(" h", m.hidden, " a", m.heads);
+}
+
 }  // namespace
 
 const ModelSpec& mlp_spec() {
@@ -105,7 +112,9 @@ const ModelSpec& mlp_spec() {
                               no_activation,
                               memory,
                               keys,
-                              DataSource::kFashionMnist};
+                              DataSource::kFashionMnist,
+                              profile_terms,
+                              /*hf=*/nullptr};
   return spec;
 }
 

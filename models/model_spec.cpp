@@ -23,4 +23,8 @@ const ModelSpec& model_spec(ModelKind kind) {
   throw Error("unknown model kind");
 }
 
+std::vector<const ModelSpec*> model_specs() {
+  return {&gpt_spec(), &llama_spec(), &mlp_spec()};
+}
+
 }  // namespace triax

@@ -1,6 +1,5 @@
 // defines: triax::Batch, triax::ModelChunk, triax::StageMemory, triax::DataSource,
-// triax::ModelSpec,
-//          triax::model_spec
+//          triax::ModelSpec, triax::model_spec, triax::model_specs
 //
 // A model family as a spec (torchtitan's TrainSpec): everything the trainer, the training loop,
 // checkpoints, the memory benchmark and the planner need from a model, so none of them says
@@ -16,6 +15,8 @@
 //   data            where its samples come from (token files | Fashion-MNIST)
 //   model_keys      the model.* keys the build reads, with their values (what a checkpoint's
 //                   model is: resume refuses any difference)
+//   profile_terms   the sizes a calibrated profile's timings depend on (plan/profile.h's key)
+//   hf              its Hugging Face form (models/hf_family.h), or none
 // Batches are rows of samples: inputs and targets with the sample on dim 0, so a micro-batch is
 // a slice of both and a dp rank's share is a subset of rows.
 #pragma once
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "models/hf_family.h"
 #include "models/model_keys.h"
 #include "parallel/comm/communicator.h"
 
@@ -127,9 +129,17 @@ struct ModelSpec {
   /// the values read (models/model_keys.h).
   ModelKeys (*model_keys)(const ModelConfig& model);
   DataSource data;
+  /// The model's sizes that a calibrated profile's timings depend on, as its key names them
+  /// (" h768 a12"; the Llama adds its kv heads and MLP width).
+  std::string (*profile_terms)(const ModelConfig& model);
+  /// Its Hugging Face form; null when it has none.
+  const HfFamily* hf;
 };
 
 /// The spec of model.arch.
 const ModelSpec& model_spec(ModelKind kind);
+
+/// Every family's spec, in the order errors list them (GPT, Llama, MLP).
+std::vector<const ModelSpec*> model_specs();
 
 }  // namespace triax

@@ -150,11 +150,8 @@ LinkFit Profile::link(Collective op, int group, LinkClass link_class) const {
 
 std::string model_key(const Config& c) {
   const ModelConfig& m = c.model;
-  std::string key = str(choice_name(m.arch), " h", m.hidden, " a", m.heads);
-  if (m.arch == ModelKind::kLlama) {
-    key += str(" kv", m.kv_heads == 0 ? m.heads : m.kv_heads, " i", m.intermediate_size);
-  }
-  return key + str(" s", m.seq_len, " V", m.vocab, " ", choice_name(c.train.precision));
+  return str(choice_name(m.arch), model_spec(m.arch).profile_terms(m), " s", m.seq_len, " V",
+             m.vocab, " ", choice_name(c.train.precision));
 }
 
 Profile nominal_profile(const Config& config, double flops_per_second) {

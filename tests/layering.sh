@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Dependencies flow one way: tools -> plan -> train -> checkpoint -> job | models | schedules -> parallel |
+# Dependencies flow one way: tools -> plan -> train | interop -> checkpoint -> job | models | schedules -> parallel |
 # data -> tokenizer -> core. Fails, naming the file and the include, when a source includes a folder above its own
 # (or a test other than tools/'s own includes a header from tools/, the application).
 # usage: layering.sh SOURCE_DIR
@@ -14,6 +14,7 @@ declare -A allowed=(
   [schedules]="schedules parallel data tokenizer core"
   [job]="job parallel core"
   [checkpoint]="checkpoint job models schedules parallel data tokenizer core"
+  [interop]="interop checkpoint job models schedules parallel data tokenizer core"
   [train]="train checkpoint job models schedules parallel data tokenizer core"
   [plan]="plan train checkpoint job models schedules parallel data tokenizer core"
 )

@@ -16,8 +16,6 @@
 #include <thread>
 
 #include "checkpoint/convert.h"
-#include "checkpoint/hf_export.h"
-#include "checkpoint/hf_import.h"
 #include "checkpoint/location.h"
 #include "checkpoint/resume.h"
 #include "core/bf16_matmul.h"
@@ -29,6 +27,9 @@
 #include "core/log.h"
 #include "core/run_paths.h"
 #include "data/prepare_data.h"
+#include "interop/full_model_file.h"
+#include "interop/hf_export.h"
+#include "interop/hf_import.h"
 #include "job/death_watch.h"
 #include "job/failure_policy.h"
 #include "job/heartbeat.h"

@@ -1,15 +1,14 @@
-#include "checkpoint/hf_export.h"
+#include "interop/hf_export.h"
 
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "checkpoint/hf_config.h"
-#include "checkpoint/hf_names.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "core/strings.h"
+#include "interop/hf_config.h"
 
 namespace triax {
 
@@ -25,16 +24,13 @@ HfExport export_hf(const FullModelState& state, const std::string& dir, const st
         str("--out ", dir, ": exists and is not empty (valid: a new or empty folder)"));
   }
   const ModelConfig& model = state.config.model;
-  if (model.arch != ModelKind::kGpt && model.arch != ModelKind::kLlama) {
-    throw ConfigError(str("model.arch: ", choice_name(model.arch),
-                          ": no Hugging Face architecture (valid: gpt, llama)"));
-  }
+  const HfFamily& family = hf_family_of(model);
   const torch::ScalarType type = dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
   // Shards in table order, each closed before it would pass the bound.
   std::vector<SafetensorsFile> shards(1);
   int64_t in_shard = 0;
   HfExport result;
-  for (const HfTensor& t : hf_tensors(model, model.arch == ModelKind::kGpt ? "transformer." : "")) {
+  for (const HfTensor& t : family.tensors(model, family.save_prefix)) {
     const auto it = state.tensors.find(t.triax);
     TRIAX_CHECK(it != state.tensors.end(), "the checkpoint has no parameter ", t.triax);
     torch::Tensor tensor = (t.transposed ? it->second.t() : it->second).contiguous().to(type);

@@ -1,15 +1,14 @@
-#include "checkpoint/hf_import.h"
+#include "interop/hf_import.h"
 
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "checkpoint/convert.h"
-#include "checkpoint/hf_names.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/strings.h"
+#include "interop/hf_config.h"
+#include "interop/hf_folder.h"
 
 namespace triax {
 namespace {
@@ -44,8 +43,22 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }
 
 // Every expected tensor present with its shape, nothing unexplained left over.
-void check_tensors(const HfFolder& folder, const std::vector<HfTensor>& table,
-                   const ModelConfig& model, const std::string& embedding) {
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A buffer the family recomputes (HfFamily::ignored_suffixes).
+bool ignored(const HfFamily& family, const std::string& name) {
+  for (const std::string& suffix : family.ignored_suffixes) {
+    if (ends_with(name, suffix)) return true;
+  }
+  return false;
+}
+
+void check_tensors(const HfFolder& folder, const HfFamily& family,
+                   const std::vector<HfTensor>& table, const ModelConfig& model,
+                   const std::string& embedding) {
   std::set<std::string> expected;
   for (const HfTensor& t : table) {
     expected.insert(t.hf);
@@ -64,7 +77,7 @@ void check_tensors(const HfFolder& folder, const std::vector<HfTensor>& table,
   }
   std::vector<std::string> unknown;
   for (const std::string& name : folder.names()) {
-    if (expected.count(name) != 0 || hf_ignored(name)) continue;
+    if (expected.count(name) != 0 || ignored(family, name)) continue;
     if (name == "lm_head.weight" && model.tie_embeddings) {
       // Some saves carry the tied head anyway: it must be the embedding.
       if (!folder.as_float(name).equal(folder.as_float(embedding))) {
@@ -87,66 +100,6 @@ void check_tensors(const HfFolder& folder, const std::vector<HfTensor>& table,
 
 }  // namespace
 
-HfFolder::HfFolder(const std::string& dir) : dir_(dir) {
-  const fs::path single = fs::path(dir) / "model.safetensors";
-  const fs::path index = fs::path(dir) / "model.safetensors.index.json";
-  if (fs::exists(index)) {
-    nlohmann::json j;
-    try {
-      std::ifstream in(index);
-      j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw ConfigError(str(index.string(), ": not JSON: ", e.what()));
-    }
-    if (!j.contains("weight_map") || !j["weight_map"].is_object()) {
-      throw ConfigError(str(index.string(), ": no weight_map object"));
-    }
-    std::map<std::string, std::shared_ptr<SafetensorsMap>> opened;
-    for (const auto& [name, file] : j["weight_map"].items()) {
-      const std::string f = file.get<std::string>();
-      auto& map = opened[f];
-      if (!map) {
-        if (!fs::exists(fs::path(dir) / f)) {
-          throw ConfigError(str(index.string(), ": ", name, " is in ", f, ", which is missing"));
-        }
-        map = std::make_shared<SafetensorsMap>((fs::path(dir) / f).string());
-      }
-      if (!map->contains(name)) {
-        throw ConfigError(str(index.string(), ": ", name, " is not in ", f));
-      }
-      files_[name] = map;
-    }
-  } else if (fs::exists(single)) {
-    auto map = std::make_shared<SafetensorsMap>(single.string());
-    for (const std::string& name : map->names()) files_[name] = map;
-  } else {
-    throw ConfigError(str(dir, ": neither model.safetensors nor model.safetensors.index.json"));
-  }
-}
-
-std::vector<std::string> HfFolder::names() const {
-  std::vector<std::string> out;
-  for (const auto& item : files_) out.push_back(item.first);
-  return out;
-}
-
-const TensorInfo& HfFolder::info(const std::string& name) const {
-  const auto it = files_.find(name);
-  if (it == files_.end()) throw ConfigError(str(dir_, ": no tensor ", name));
-  return it->second->info(name);
-}
-
-torch::Tensor HfFolder::as_float(const std::string& name) const {
-  const auto it = files_.find(name);
-  if (it == files_.end()) throw ConfigError(str(dir_, ": no tensor ", name));
-  return it->second->as_float(name);
-}
-
-void HfFolder::release(const std::string& name) const {
-  const auto it = files_.find(name);
-  if (it != files_.end()) it->second->release(name);
-}
-
 HfImport import_hf(const std::string& dir, const Config& base, int tensor, int pipeline,
                    int chunks_per_rank, const std::string& out_root) {
   HfImport result;
@@ -154,11 +107,12 @@ HfImport import_hf(const std::string& dir, const Config& base, int tensor, int p
   result.config = base;
   result.config.model = result.hf.model;
   const HfFolder folder(dir);
-  const bool gpt = result.config.model.arch == ModelKind::kGpt;
-  // GPT-2: save_pretrained writes "transformer."; the original upload has no prefix.
-  const std::string prefix = gpt && folder.contains("transformer.wte.weight") ? "transformer." : "";
-  const std::vector<HfTensor> table = hf_tensors(result.config.model, prefix);
-  check_tensors(folder, table, result.config.model, table.front().hf);
+  const HfFamily& family = hf_family_of(result.config.model);
+  // save_pretrained's prefix (GPT-2: "transformer.") where the folder has it; older uploads
+  // have none.
+  std::vector<HfTensor> table = family.tensors(result.config.model, family.save_prefix);
+  if (!folder.contains(table.front().hf)) table = family.tensors(result.config.model, "");
+  check_tensors(folder, family, table, result.config.model, table.front().hf);
   result.tensors = static_cast<int64_t>(folder.names().size());
   result.checkpoint_dir = write_sharded_checkpoint(result.config, 0, HfSource(folder, table),
                                                    tensor, pipeline, chunks_per_rank, out_root);

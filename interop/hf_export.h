@@ -2,8 +2,8 @@
 //
 // `triax export CKPT --hf --out DIR [--dtype bf16] [--max-shard-mb N]`: a triax checkpoint ->
 // a Hugging Face folder that `transformers` loads (from_pretrained): config.json, the weights
-// under Hugging Face's names (checkpoint/hf_names.h; vocabulary padding already stripped by
-// read_full_state) in fp32 or bf16, as model.safetensors or, past N MiB, as
+// under Hugging Face's names (the family's table, models/hf_family.h; vocabulary padding already
+// stripped by read_full_state) in fp32 or bf16, as model.safetensors or, past N MiB, as
 // model-0000k-of-0000n.safetensors shards with model.safetensors.index.json (written last).
 #pragma once
 

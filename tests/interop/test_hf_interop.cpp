@@ -13,13 +13,14 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/convert.h"
-#include "checkpoint/hf_export.h"
-#include "checkpoint/hf_import.h"
 #include "checkpoint/location.h"
 #include "checkpoint/resume.h"
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "core/strings.h"
+#include "interop/hf_config.h"
+#include "interop/hf_export.h"
+#include "interop/hf_import.h"
 #include "models/model_spec.h"
 #include "parallel/comm/mpi_communicator.h"
 
