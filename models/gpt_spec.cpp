@@ -1,9 +1,9 @@
 #include "models/gpt_spec.h"
 
 #include "core/strings.h"
-#include "models/gpt_flops.h"
 #include "models/gpt_hf.h"
-#include "models/gpt_memory.h"
+#include "models/transformer_flops.h"
+#include "models/transformer_memory.h"
 #include "models/transformer_stages.h"
 
 namespace triax {
@@ -39,12 +39,12 @@ const ModelSpec& gpt_spec() {
                               /*pipelined=*/true,
                               /*generates_text=*/true,
                               check_gpt_layout,
-                              transformer_stage_layers<gpt_flops_per_token>,
+                              transformer_stage_layers<transformer_flops_per_token<GptOptions>>,
                               build_transformer_chunk<GptOptions>,
                               tokens_per_sample,
-                              gpt_flops_per_token,
+                              transformer_flops_per_token<GptOptions>,
                               transformer_activation_shape,
-                              gpt_stage_memory,
+                              transformer_stage_memory<GptOptions>,
                               transformer_model_keys<GptOptions>,
                               DataSource::kTokenFiles,
                               profile_terms,

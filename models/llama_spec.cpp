@@ -4,19 +4,11 @@
 #include "core/strings.h"
 #include "models/gpt_spec.h"
 #include "models/llama_hf.h"
-#include "models/llama_memory.h"
+#include "models/transformer_flops.h"
+#include "models/transformer_memory.h"
 #include "models/transformer_stages.h"
 
 namespace triax {
-
-double llama_flops_per_token(const ModelConfig& model) {
-  const LlamaOptions o = LlamaOptions::from_config(model, 0);
-  const double h = static_cast<double>(o.hidden);
-  const double kv = static_cast<double>(o.kv_heads * (o.hidden / o.heads));
-  const double layer = 2 * h * h + 2 * h * kv + 3 * h * static_cast<double>(o.intermediate);
-  const double matmuls = static_cast<double>(o.layers) * layer + h * static_cast<double>(o.vocab);
-  return 6 * matmuls + 12.0 * static_cast<double>(o.layers) * h * static_cast<double>(o.seq_len);
-}
 
 namespace {
 
@@ -39,12 +31,12 @@ const ModelSpec& llama_spec() {
                               /*pipelined=*/true,
                               /*generates_text=*/true,
                               check_llama_layout,
-                              transformer_stage_layers<llama_flops_per_token>,
+                              transformer_stage_layers<transformer_flops_per_token<LlamaOptions>>,
                               build_transformer_chunk<LlamaOptions>,
                               tokens_per_sample,
-                              llama_flops_per_token,
+                              transformer_flops_per_token<LlamaOptions>,
                               transformer_activation_shape,
-                              llama_stage_memory,
+                              transformer_stage_memory<LlamaOptions>,
                               transformer_model_keys<LlamaOptions>,
                               DataSource::kTokenFiles,
                               profile_terms,

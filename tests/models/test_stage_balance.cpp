@@ -3,7 +3,6 @@
 // kept whenever it is as good (small heads: the test models, the bundled GPT).
 #include <catch2/catch.hpp>
 
-#include "models/gpt_flops.h"
 #include "models/gpt_spec.h"
 #include "models/stage_balance.h"
 #include "support/tiny_gpt.h"
@@ -30,7 +29,7 @@ TEST_CASE("the default split balances estimated cost, the head counted", "[stage
   c.model.heads = 12;
   c.model.layers = 12;
   c.model.seq_len = 1024;
-  const StageCosts costs = stage_costs(c.model, gpt_flops_per_token);
+  const StageCosts costs = stage_costs(c.model, gpt_spec().flops_per_unit);
   CHECK(costs.last / costs.layer == Approx(4.46).epsilon(0.01));
   c.parallel.pipeline = 4;
   const Ranges split = model_spec(ModelKind::kGpt).stage_layers(c);

@@ -4,7 +4,8 @@
 # 8 heads, sequence 256, micro-batch 4, fp32, AdamW): the baseline and activation recompute
 # (selective, full), ZeRO-1 (optimizer.shard) and sequence parallelism (parallel.sequence), in
 # layouts from 1 to 8 ranks; then the same shape as a Llama (8 of 8 heads as 4 kv heads, SwiGLU
-# 1408, untied head). Formulas: models/gpt_memory.h, models/llama_memory.h and docs/memory.md. Each row is the first rank and, with a pipeline, the last (stages differ).
+# 1408, untied head). Formulas: models/transformer_memory.h and
+# docs/memory.md. Each row is the first rank and, with a pipeline, the last (stages differ).
 #   tools/bench/memory.sh [MAX_RANKS]        (default 8)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,7 +39,7 @@ row 4 4 1 none false true
 row 4 2 2 none false true
 row 4 2 2 full false true
 row 8 2 2 full true true
-# the Llama family (models/llama_memory.h): grouped-query attention, SwiGLU, RMSNorm, untied head
+# the Llama family (the same formula's terms): grouped-query attention, SwiGLU, RMSNorm, untied head
 label=llama
 model=(--set model.arch=llama --set model.kv_heads=4 --set model.multiple_of=64
   --set model.tie_embeddings=false)

@@ -8,7 +8,7 @@
 // trainer added beyond them (DDP's buckets, and with optimizer.shard its slices); optimizer state
 // = what the first step left behind (with optimizer.shard: the trainer's count of its moments);
 // activations = the peak of live tensors during the next step above its start.
-// Theory: the model spec's memory formula (models/gpt_memory.h).
+// Theory: the model spec's memory formula (models/transformer_memory.h).
 #include <cstdio>
 #include <cstring>
 #include <string>
