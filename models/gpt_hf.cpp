@@ -7,13 +7,16 @@
 namespace triax {
 namespace {
 
+// The sizes config.json names directly (n_positions is seq_len and n_ctx, written apart).
+const std::vector<HfSizeKey> kSizes = {{"vocab_size", &ModelConfig::vocab},
+                                       {"n_embd", &ModelConfig::hidden},
+                                       {"n_head", &ModelConfig::heads},
+                                       {"n_layer", &ModelConfig::layers}};
+
 void read_gpt2(const HfConfigKeys& k, const ModelConfig& /*base*/, HfModelConfig& hf) {
   ModelConfig& m = hf.model;
   m.arch = ModelKind::kGpt;
-  m.vocab = k.integer("vocab_size");
-  m.hidden = k.integer("n_embd");
-  m.heads = k.integer("n_head");
-  m.layers = k.integer("n_layer");
+  read_sizes(k, kSizes, m);
   hf.max_positions = k.integer("n_positions");
   m.seq_len = hf.max_positions;  // learned positions: the table's rows are the model's
   if (k.has("n_inner") && k.integer("n_inner") != 4 * m.hidden) {
@@ -40,48 +43,41 @@ void read_gpt2(const HfConfigKeys& k, const ModelConfig& /*base*/, HfModelConfig
 }
 
 nlohmann::json write_gpt2(const ModelConfig& m) {
-  return {{"architectures", {"GPT2LMHeadModel"}},
-          {"model_type", "gpt2"},
-          {"vocab_size", m.vocab},
-          {"n_positions", m.seq_len},
-          {"n_ctx", m.seq_len},
-          {"n_embd", m.hidden},
-          {"n_layer", m.layers},
-          {"n_head", m.heads},
-          {"n_inner", nullptr},
-          {"activation_function", m.activation == Activation::kGeluTanh ? "gelu_new" : "gelu"},
-          {"layer_norm_epsilon", 1e-5},
-          {"resid_pdrop", m.dropout},
-          {"embd_pdrop", m.dropout},
-          {"attn_pdrop", m.dropout},
-          {"initializer_range", 0.02},
-          {"scale_attn_weights", true},
-          {"tie_word_embeddings", m.tie_embeddings}};
+  nlohmann::json j = {
+      {"architectures", {"GPT2LMHeadModel"}},
+      {"model_type", "gpt2"},
+      {"n_positions", m.seq_len},
+      {"n_ctx", m.seq_len},
+      {"n_inner", nullptr},
+      {"activation_function", m.activation == Activation::kGeluTanh ? "gelu_new" : "gelu"},
+      {"layer_norm_epsilon", 1e-5},
+      {"resid_pdrop", m.dropout},
+      {"embd_pdrop", m.dropout},
+      {"attn_pdrop", m.dropout},
+      {"initializer_range", 0.02},
+      {"scale_attn_weights", true},
+      {"tie_word_embeddings", m.tie_embeddings}};
+  write_sizes(kSizes, m, j);
+  return j;
 }
 
 std::vector<HfTensor> gpt2_tensors(const ModelConfig& m, const std::string& p) {
   const int64_t h = m.hidden;
   std::vector<HfTensor> t = {{p + "wte.weight", "token_embedding.weight", {m.vocab, h}},
                              {p + "wpe.weight", "position_embedding.weight", {m.seq_len, h}}};
-  for (int64_t i = 0; i < m.layers; ++i) {
-    const std::string hf = str(p, "h.", i, "."), tx = str("layer", i, ".");
-    const auto add = [&](const std::string& a, const std::string& b, std::vector<int64_t> shape,
-                         bool transposed = false) {
-      t.push_back({hf + a, tx + b, std::move(shape), transposed});
-    };
-    add("ln_1.weight", "ln1.weight", {h});
-    add("ln_1.bias", "ln1.bias", {h});
-    add("attn.c_attn.weight", "qkv.weight", {h, 3 * h}, true);
-    add("attn.c_attn.bias", "qkv.bias", {3 * h});
-    add("attn.c_proj.weight", "proj.weight", {h, h}, true);
-    add("attn.c_proj.bias", "proj.bias", {h});
-    add("ln_2.weight", "ln2.weight", {h});
-    add("ln_2.bias", "ln2.bias", {h});
-    add("mlp.c_fc.weight", "fc.weight", {h, 4 * h}, true);
-    add("mlp.c_fc.bias", "fc.bias", {4 * h});
-    add("mlp.c_proj.weight", "fc_out.weight", {4 * h, h}, true);
-    add("mlp.c_proj.bias", "fc_out.bias", {h});
-  }
+  append_layer_tensors(t, m.layers, p + "h.",
+                       {{"ln_1.weight", "ln1.weight", {h}},
+                        {"ln_1.bias", "ln1.bias", {h}},
+                        {"attn.c_attn.weight", "qkv.weight", {h, 3 * h}, true},
+                        {"attn.c_attn.bias", "qkv.bias", {3 * h}},
+                        {"attn.c_proj.weight", "proj.weight", {h, h}, true},
+                        {"attn.c_proj.bias", "proj.bias", {h}},
+                        {"ln_2.weight", "ln2.weight", {h}},
+                        {"ln_2.bias", "ln2.bias", {h}},
+                        {"mlp.c_fc.weight", "fc.weight", {h, 4 * h}, true},
+                        {"mlp.c_fc.bias", "fc.bias", {4 * h}},
+                        {"mlp.c_proj.weight", "fc_out.weight", {4 * h, h}, true},
+                        {"mlp.c_proj.bias", "fc_out.bias", {h}}});
   t.push_back({p + "ln_f.weight", "final_norm.weight", {h}});
   t.push_back({p + "ln_f.bias", "final_norm.bias", {h}});
   if (!m.tie_embeddings) t.push_back({"lm_head.weight", "head.weight", {m.vocab, h}});

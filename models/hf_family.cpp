@@ -37,4 +37,22 @@ void HfConfigKeys::refuse(const std::string& key, const std::string& rule) const
                         j_.contains(key) ? j_[key].dump() : std::string("(absent)"), ": ", rule));
 }
 
+void read_sizes(const HfConfigKeys& keys, const std::vector<HfSizeKey>& sizes, ModelConfig& m) {
+  for (const HfSizeKey& size : sizes) m.*size.field = keys.integer(size.key);
+}
+
+void write_sizes(const std::vector<HfSizeKey>& sizes, const ModelConfig& m, nlohmann::json& j) {
+  for (const HfSizeKey& size : sizes) j[size.key] = m.*size.field;
+}
+
+void append_layer_tensors(std::vector<HfTensor>& out, int64_t layers,
+                          const std::string& layer_prefix, const std::vector<HfTensor>& per_layer) {
+  for (int64_t i = 0; i < layers; ++i) {
+    for (const HfTensor& t : per_layer) {
+      out.push_back({str(layer_prefix, i, ".", t.hf), str("layer", i, ".", t.triax), t.hf_shape,
+                     t.transposed});
+    }
+  }
+}
+
 }  // namespace triax

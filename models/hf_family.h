@@ -1,4 +1,5 @@
-// defines: triax::HfTensor, triax::HfModelConfig, triax::HfConfigKeys, triax::HfFamily
+// defines: triax::HfTensor, triax::HfModelConfig, triax::HfConfigKeys, triax::HfSizeKey,
+//          triax::read_sizes, triax::write_sizes, triax::append_layer_tensors, triax::HfFamily
 //
 // What a model family knows of its Hugging Face form: which `architectures` of a config.json it
 // computes, how that file's keys are its model.* keys (both ways), and the one table of how the
@@ -51,6 +52,23 @@ class HfConfigKeys {
   nlohmann::json j_;
   std::string path_;
 };
+
+/// A config.json integer that is one of the model's sizes, named once for both directions.
+struct HfSizeKey {
+  const char* key;              ///< e.g. "n_embd"
+  int64_t ModelConfig::*field;  ///< e.g. &ModelConfig::hidden
+};
+
+/// Each size from its key (refused naming the key when absent or not an integer).
+void read_sizes(const HfConfigKeys& keys, const std::vector<HfSizeKey>& sizes, ModelConfig& m);
+/// Each size under its key.
+void write_sizes(const std::vector<HfSizeKey>& sizes, const ModelConfig& m, nlohmann::json& j);
+
+/// Appends every layer's tensors: layer i's `per_layer` entries, named LAYER_PREFIX + i + "." +
+/// their hf name (e.g. "model.layers.3.self_attn.q_proj.weight") and "layer" + i + "." + their
+/// triax name.
+void append_layer_tensors(std::vector<HfTensor>& out, int64_t layers,
+                          const std::string& layer_prefix, const std::vector<HfTensor>& per_layer);
 
 struct HfFamily {
   /// The config.json `architectures` this family computes exactly, as they are named there.

@@ -37,14 +37,17 @@ void read_rope_scaling(const HfConfigKeys& k, const std::string& key, ModelConfi
   }
 }
 
+// The sizes config.json names directly (num_key_value_heads may be absent: written apart).
+const std::vector<HfSizeKey> kSizes = {{"vocab_size", &ModelConfig::vocab},
+                                       {"hidden_size", &ModelConfig::hidden},
+                                       {"intermediate_size", &ModelConfig::intermediate_size},
+                                       {"num_hidden_layers", &ModelConfig::layers},
+                                       {"num_attention_heads", &ModelConfig::heads}};
+
 void read_llama(const HfConfigKeys& k, const ModelConfig& base, HfModelConfig& hf) {
   ModelConfig& m = hf.model;
   m.arch = ModelKind::kLlama;
-  m.vocab = k.integer("vocab_size");
-  m.hidden = k.integer("hidden_size");
-  m.intermediate_size = k.integer("intermediate_size");
-  m.layers = k.integer("num_hidden_layers");
-  m.heads = k.integer("num_attention_heads");
+  read_sizes(k, kSizes, m);
   m.kv_heads = k.integer_or("num_key_value_heads", m.heads);
   m.norm_eps = k.number_or("rms_norm_eps", 1e-6);
   m.rope_theta = k.number_or("rope_theta", 10000.0);
@@ -85,11 +88,6 @@ json write_llama(const ModelConfig& m) {
   const int64_t kv = m.kv_heads > 0 ? m.kv_heads : m.heads;
   json j = {{"architectures", {m.qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
             {"model_type", m.qkv_bias ? "qwen2" : "llama"},
-            {"vocab_size", m.vocab},
-            {"hidden_size", m.hidden},
-            {"intermediate_size", m.intermediate_size},
-            {"num_hidden_layers", m.layers},
-            {"num_attention_heads", m.heads},
             {"num_key_value_heads", kv},
             {"head_dim", m.hidden / m.heads},
             {"hidden_act", "silu"},
@@ -100,6 +98,7 @@ json write_llama(const ModelConfig& m) {
             {"tie_word_embeddings", m.tie_embeddings},
             {"attention_dropout", m.dropout},
             {"initializer_range", 0.02}};
+  write_sizes(kSizes, m, j);
   if (m.qkv_bias) {
     j["use_sliding_window"] = false;
     j["sliding_window"] = nullptr;
@@ -121,25 +120,19 @@ std::vector<HfTensor> llama_tensors(const ModelConfig& m, const std::string& /*p
   const int64_t h = m.hidden, d = m.hidden / m.heads;
   const int64_t kv = (m.kv_heads > 0 ? m.kv_heads : m.heads) * d;
   const int64_t inter = m.intermediate_size;
-  std::vector<HfTensor> t = {{"model.embed_tokens.weight", "token_embedding.weight", {m.vocab, h}}};
-  for (int64_t i = 0; i < m.layers; ++i) {
-    const std::string hf = str("model.layers.", i, "."), tx = str("layer", i, ".");
-    const auto add = [&](const std::string& a, const std::string& b, std::vector<int64_t> shape) {
-      t.push_back({hf + a, tx + b, std::move(shape)});
-    };
-    add("input_layernorm.weight", "input_norm.weight", {h});
-    add("self_attn.q_proj.weight", "q_proj.weight", {h, h});
-    if (m.qkv_bias) add("self_attn.q_proj.bias", "q_proj.bias", {h});
-    add("self_attn.k_proj.weight", "k_proj.weight", {kv, h});
-    if (m.qkv_bias) add("self_attn.k_proj.bias", "k_proj.bias", {kv});
-    add("self_attn.v_proj.weight", "v_proj.weight", {kv, h});
-    if (m.qkv_bias) add("self_attn.v_proj.bias", "v_proj.bias", {kv});
-    add("self_attn.o_proj.weight", "o_proj.weight", {h, h});
-    add("post_attention_layernorm.weight", "post_attention_norm.weight", {h});
-    add("mlp.gate_proj.weight", "gate_proj.weight", {inter, h});
-    add("mlp.up_proj.weight", "up_proj.weight", {inter, h});
-    add("mlp.down_proj.weight", "down_proj.weight", {h, inter});
+  std::vector<HfTensor> layer = {{"input_layernorm.weight", "input_norm.weight", {h}}};
+  for (const auto& [name, rows] :
+       {std::pair<std::string, int64_t>{"q_proj", h}, {"k_proj", kv}, {"v_proj", kv}}) {
+    layer.push_back({"self_attn." + name + ".weight", name + ".weight", {rows, h}});
+    if (m.qkv_bias) layer.push_back({"self_attn." + name + ".bias", name + ".bias", {rows}});
   }
+  layer.insert(layer.end(), {{"self_attn.o_proj.weight", "o_proj.weight", {h, h}},
+                             {"post_attention_layernorm.weight", "post_attention_norm.weight", {h}},
+                             {"mlp.gate_proj.weight", "gate_proj.weight", {inter, h}},
+                             {"mlp.up_proj.weight", "up_proj.weight", {inter, h}},
+                             {"mlp.down_proj.weight", "down_proj.weight", {h, inter}}});
+  std::vector<HfTensor> t = {{"model.embed_tokens.weight", "token_embedding.weight", {m.vocab, h}}};
+  append_layer_tensors(t, m.layers, "model.layers.", layer);
   t.push_back({"model.norm.weight", "final_norm.weight", {h}});
   if (!m.tie_embeddings) t.push_back({"lm_head.weight", "head.weight", {m.vocab, h}});
   return t;
