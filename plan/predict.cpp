@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "models/model_spec.h"
+#include "schedules/action_memory.h"
 #include "schedules/schedule_check.h"
 
 namespace triax {
@@ -21,33 +22,33 @@ struct ChunkCost {
   double forward = 0, backward = 0, weight = 0;  // weight: W's part of backward
 };
 
-}  // namespace
+// How the profile's times translate to the plan's ranks per node. Ranks on a node share its
+// cores. A profile measured with k ranks busy per node predicts n ranks per node at n/k its times
+// while all are busy (a nominal one assumes a device per rank). When a CPU node is
+// oversubscribed, a pipeline rank that waits lends its core to the others, so the pipeline is
+// simulated with shared cores (simulate_shared).
+struct CoreShare {
+  double load = 1;      // n/k
+  bool shared = false;  // oversubscribed: simulate_shared
+  double scale = 1;     // what compute times are multiplied by
+};
 
-Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profile,
-                   const PlanTopology& topology) {
-  const Config& config = plan.config;
-  const ModelSpec& spec = model_spec(config.model.arch);
-  const Schedule& schedule = plan.schedule;
-  const int p = schedule.stages;
-  const int stages = schedule.total_stages();
-  const ParallelLayout& layout = plan.layout;
-  Prediction out;
-
-  // ---- compute per chunk, from the profile --------------------------------------------------
-  const ComputeTiming t =
-      profile.timing(c.tp, plan.batch.micro_batch, config.train.recompute, plan.sequence_parallel);
-  // Ranks on a node share its cores. A profile measured with k ranks busy per node predicts n
-  // ranks per node at n/k its times while all are busy (a nominal one assumes a device per
-  // rank). When a CPU node is oversubscribed, a pipeline rank that waits lends its core to the
-  // others, so the pipeline is simulated with shared cores (simulate_shared).
+CoreShare core_share(const Profile& profile, const PlanTopology& topology) {
+  CoreShare share;
   const int per_node = topology.per_node();
-  const double load =
-      profile.nominal ? 1.0 : static_cast<double>(per_node) / profile.ranks_per_node;
-  const bool shared = !profile.nominal && per_node > profile.cores_per_node;
+  share.load = profile.nominal ? 1.0 : static_cast<double>(per_node) / profile.ranks_per_node;
+  share.shared = !profile.nominal && per_node > profile.cores_per_node;
   // Seconds on a core of its own, for a profile measured with ranks_per_node ranks busy.
   const double exclusive =
       std::min(1.0, static_cast<double>(profile.cores_per_node) / profile.ranks_per_node);
-  const double scale = shared ? exclusive : load;
+  share.scale = share.shared ? exclusive : share.load;
+  return share;
+}
+
+// Every stage's forward, backward and W seconds: its layers' and, on the first and last, the
+// embedding's and the head's, from the profile's timing.
+std::vector<ChunkCost> stage_costs(const RunPlan& plan, const ComputeTiming& t, double scale) {
+  const int stages = plan.schedule.total_stages();
   std::vector<ChunkCost> stage_cost(stages);
   for (int s = 0; s < stages; ++s) {
     const double layers =
@@ -61,8 +62,16 @@ Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profi
     // W's share: the weight gradients of the layers' matmuls (the head's likewise).
     k.weight = k.backward * t.weight_share;
   }
+  return stage_cost;
+}
 
-  // ---- the pipeline, simulated ----------------------------------------------------------------
+// The schedule run with each rank's mean chunk costs and the messages' time on the pipeline's
+// link.
+SimulationResult simulate_pipeline(const RunPlan& plan, const std::vector<ChunkCost>& stage_cost,
+                                   double activation_bytes, const Profile& profile,
+                                   const PlanTopology& topology, const CoreShare& share) {
+  const Schedule& schedule = plan.schedule;
+  const int p = schedule.stages;
   SimulationCosts costs;
   costs.per_rank.resize(p);
   for (int r = 0; r < p; ++r) {
@@ -75,136 +84,162 @@ Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profi
     }
     costs.per_rank[r] = {mean.forward, mean.backward, mean.backward - mean.weight, mean.weight};
   }
-  double activation_bytes = 4;
-  for (int64_t d : plan.activation_shape) activation_bytes *= static_cast<double>(d);
   if (p > 1) {
     // Messages between neighbouring pipeline ranks of the first dp/tp coordinate; the worst link.
-    const std::vector<int> pp_group = layout.group_of(Axis::kPp, 0);
+    const std::vector<int> pp_group = plan.layout.group_of(Axis::kPp, 0);
     costs.transfer =
         profile.link(Collective::kSendRecv, 2, topology.link_of(pp_group)).time(activation_bytes);
   }
+  if (!share.shared) return simulate(schedule, costs);
   // Every dp x tp replica of the pipeline runs the same schedule at once: k pipeline ranks
   // computing are k x replicas ranks on the node's cores, and the p - k waiting still take
   // wait_share of a core each (they poll for their message).
-  const double replicas = std::max(1.0, static_cast<double>(per_node) / p);
+  const double replicas = std::max(1.0, static_cast<double>(topology.per_node()) / p);
   const double cores = profile.cores_per_node;
   const double waiting = profile.wait_share;
-  const SimulationResult sim =
-      shared ? simulate_shared(schedule, costs,
-                               [&](int k) {
-                                 return std::min(1.0, cores / ((k + waiting * (p - k)) * replicas));
-                               })
-             : simulate(schedule, costs);
+  return simulate_shared(schedule, costs, [&](int k) {
+    return std::min(1.0, cores / ((k + waiting * (p - k)) * replicas));
+  });
+}
+
+// What one chunk of a rank holds, by the model's formulas (bytes).
+struct ChunkMemory {
+  double kept = 0;      // from its forward to its backward, per micro-batch
+  double deferred = 0;  // from I to W, per micro-batch
+};
+
+// Rank r's peak activation bytes, following its program (schedules/action_memory.h): a forward
+// adds what its micro-batch keeps, a backward (B, or W after I) frees it, I adds the gradients W
+// will need; a message sent stays alive until the step ends; a recomputed block's replay adds
+// `transient` during a backward.
+double activation_peak(const Schedule& schedule, int r, const std::vector<ChunkMemory>& chunks,
+                       double transient, double activation_bytes) {
+  double now = 0, peak = 0;
+  for (const Action& a : schedule.ranks[r]) {
+    const ActionMemory effect = action_memory(a.kind);
+    if (effect.backward) peak = std::max(peak, now + transient);
+    if (effect.micro_batches != 0 || effect.deferred != 0) {
+      const ChunkMemory& k = chunks[a.chunk];
+      now += effect.micro_batches * k.kept + effect.deferred * k.deferred;
+    }
+    if (effect.sends && a.peer != r) now += activation_bytes;
+    peak = std::max(peak, now);
+  }
+  return peak;
+}
+
+// Pipeline rank r's bytes: the model's parameters for its chunks, their gradients and optimizer
+// state, the asynchronous checkpoint's copy, and the peak of its activations.
+RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double activation_bytes) {
+  const Config& config = plan.config;
+  const ModelSpec& spec = model_spec(config.model.arch);
+  const Schedule& schedule = plan.schedule;
+  const int stages = schedule.total_stages();
+  RankMemory m;
+  std::vector<ChunkMemory> chunks(schedule.chunks);
+  double transient = 0;
+  for (int chunk = 0; chunk < schedule.chunks; ++chunk) {
+    const int s = schedule.stage_of(r, chunk);
+    const StageMemory sm =
+        spec.memory(config, c.tp, plan.stage_layers[s].second - plan.stage_layers[s].first, s == 0,
+                    s == stages - 1);
+    m.parameters += sm.parameter_bytes;
+    chunks[chunk] = {sm.activation_bytes - sm.transient_bytes, sm.deferred_weight_bytes};
+    transient = std::max(transient, sm.transient_bytes);
+    // A sent activation is the stage's output, held by the send instead (a later stage on
+    // another rank receives it).
+    if (s < stages - 1 && schedule.rank_of(s + 1) != r) chunks[chunk].kept -= activation_bytes;
+  }
+  m.activations = activation_peak(schedule, r, chunks, transient, activation_bytes);
+  const double dp = c.dp;
+  m.gradients = m.parameters * (c.zero1 ? 1.0 + 1.0 / dp : 1.0);
+  if (config.train.optimizer == OptimizerKind::kAdamW) {
+    m.optimizer = 2 * m.parameters / (c.zero1 ? dp : 1.0);
+  } else if (config.train.momentum != 0) {
+    m.optimizer = m.parameters;
+  }
+  if (config.checkpoint.async && config.checkpoint.every > 0) {
+    // The snapshot holds the stage's whole optimizer state, ZeRO-1 or not (it is gathered).
+    m.checkpoint_snapshot = m.parameters + m.optimizer * (c.zero1 ? dp : 1.0);
+  }
+  return m;
+}
+
+// The data-parallel gradient sync (and ZeRO-1's all-gather) of the largest stage's gradients.
+double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& profile,
+                       const PlanTopology& topology, double most_parameters) {
+  if (c.dp <= 1) return 0;
+  const double grad_bytes =
+      most_parameters * (plan.config.ddp.reduce_dtype == Precision::kBf16 ? 0.5 : 1.0);
+  const std::vector<int> dp_group = plan.layout.group_of(Axis::kDp, 0);
+  const LinkClass link = topology.link_of(dp_group);
+  const int local = std::min(c.dp, topology.per_node());
+  double seconds = 0;
+  if (c.hierarchical == Hierarchical::kTrue && link == LinkClass::kNet && local > 1) {
+    const int across = c.dp / local;
+    seconds =
+        profile.link(Collective::kReduceScatter, local, LinkClass::kNode).time(grad_bytes) +
+        profile.link(Collective::kAllReduce, across, LinkClass::kNet).time(grad_bytes / local) +
+        profile.link(Collective::kAllGather, local, LinkClass::kNode).time(grad_bytes);
+  } else if (c.zero1) {
+    seconds = profile.link(Collective::kReduceScatter, c.dp, link).time(grad_bytes);
+  } else {
+    seconds = profile.link(Collective::kAllReduce, c.dp, link).time(grad_bytes);
+  }
+  if (c.zero1) {  // parameters gathered back after the sharded update
+    seconds += profile.link(Collective::kAllGather, c.dp, link).time(most_parameters);
+  }
+  return seconds;
+}
+
+// Per layer and micro-batch: 2 all-reduces of [b, s, h] forward and 2 backward (with sequence
+// parallelism as many all-gathers and reduce-scatters: the same bytes). Measured layer times
+// hold them on the calibrated link; a group across nodes adds the difference, a nominal profile
+// all of it.
+double tp_cross_seconds(const RunPlan& plan, const Candidate& c, const Profile& profile,
+                        const PlanTopology& topology, double activation_bytes) {
+  if (c.tp <= 1) return 0;
+  const LinkClass link = topology.link_of(plan.layout.group_of(Axis::kTp, 0));
+  const double bytes = activation_bytes * (plan.sequence_parallel ? c.tp : 1);
+  const double per =
+      profile.link(Collective::kAllReduce, c.tp, link).time(bytes) -
+      (profile.nominal ? 0.0
+                       : profile.link(Collective::kAllReduce, c.tp, LinkClass::kNode).time(bytes));
+  const double layers = static_cast<double>(plan.config.model.layers) / plan.schedule.stages;
+  return 4 * std::max(0.0, per) * layers * static_cast<double>(c.microbatches);
+}
+
+}  // namespace
+
+Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profile,
+                   const PlanTopology& topology) {
+  const Config& config = plan.config;
+  Prediction out;
+  double activation_bytes = 4;
+  for (int64_t d : plan.activation_shape) activation_bytes *= static_cast<double>(d);
+
+  const CoreShare share = core_share(profile, topology);
+  const ComputeTiming t =
+      profile.timing(c.tp, plan.batch.micro_batch, config.train.recompute, plan.sequence_parallel);
+  const SimulationResult sim = simulate_pipeline(plan, stage_costs(plan, t, share.scale),
+                                                 activation_bytes, profile, topology, share);
   out.compute = *std::max_element(sim.busy.begin(), sim.busy.end());
   out.bubble = sim.makespan - out.compute;
   out.bubble_fraction = sim.bubble_fraction;
 
-  // ---- memory per pipeline rank ----------------------------------------------------------------
-  // Each rank's program in order: a forward adds what its micro-batch keeps, a backward (B, or
-  // W after I) frees it, I adds the gradients W will need; a message sent stays alive until the
-  // step ends (the executor completes sends then), and a sent activation is the stage's output,
-  // so it stops counting among what the micro-batch keeps. The peak, and the transient of a
-  // recomputed block's replay during a backward, are the rank's activations.
   double most_parameters = 0;
-  out.memory.resize(p);
-  for (int r = 0; r < p; ++r) {
-    RankMemory& m = out.memory[r];
-    std::vector<double> kept(schedule.chunks), deferred(schedule.chunks);
-    double transient = 0;
-    for (int chunk = 0; chunk < schedule.chunks; ++chunk) {
-      const int s = schedule.stage_of(r, chunk);
-      const StageMemory sm =
-          spec.memory(config, c.tp, plan.stage_layers[s].second - plan.stage_layers[s].first,
-                      s == 0, s == stages - 1);
-      m.parameters += sm.parameter_bytes;
-      kept[chunk] = sm.activation_bytes - sm.transient_bytes;
-      deferred[chunk] = sm.deferred_weight_bytes;
-      transient = std::max(transient, sm.transient_bytes);
-      // The output a later stage on another rank receives is held by the send instead.
-      if (s < stages - 1 && schedule.rank_of(s + 1) != r) kept[chunk] -= activation_bytes;
-    }
-    double now = 0, peak = 0;
-    for (const Action& a : schedule.ranks[r]) {
-      switch (a.kind) {
-        case ActionKind::kForward:
-          now += kept[a.chunk];
-          break;
-        case ActionKind::kBackward:
-          peak = std::max(peak, now + transient);
-          now -= kept[a.chunk];
-          break;
-        case ActionKind::kBackwardInput:
-          peak = std::max(peak, now + transient);
-          now += deferred[a.chunk];
-          break;
-        case ActionKind::kBackwardWeight:
-          now -= kept[a.chunk] + deferred[a.chunk];
-          break;
-        case ActionKind::kSendActivation:
-        case ActionKind::kSendGrad:
-          if (a.peer != r) now += activation_bytes;
-          break;
-        default:
-          break;
-      }
-      peak = std::max(peak, now);
-    }
-    const double dp = c.dp;
-    m.gradients = m.parameters * (c.zero1 ? 1.0 + 1.0 / dp : 1.0);
-    if (config.train.optimizer == OptimizerKind::kAdamW) {
-      m.optimizer = 2 * m.parameters / (c.zero1 ? dp : 1.0);
-    } else if (config.train.momentum != 0) {
-      m.optimizer = m.parameters;
-    }
-    if (config.checkpoint.async && config.checkpoint.every > 0) {
-      // The snapshot holds the stage's whole optimizer state, ZeRO-1 or not (it is gathered).
-      m.checkpoint_snapshot = m.parameters + m.optimizer * (c.zero1 ? dp : 1.0);
-    }
+  for (int r = 0; r < plan.schedule.stages; ++r) {
+    RankMemory m = rank_memory(plan, c, r, activation_bytes);
     m.in_flight = sim.peak_activations[r];
-    m.activations = peak;
     out.peak_bytes = std::max(out.peak_bytes, m.total());
     most_parameters = std::max(most_parameters, m.parameters);
+    out.memory.push_back(m);
   }
 
-  // ---- data-parallel sync, optimizer -----------------------------------------------------------
-  const double grad_bytes =
-      most_parameters * (config.ddp.reduce_dtype == Precision::kBf16 && c.dp > 1 ? 0.5 : 1.0);
-  if (c.dp > 1) {
-    const std::vector<int> dp_group = layout.group_of(Axis::kDp, 0);
-    const LinkClass link = topology.link_of(dp_group);
-    const int local = std::min(c.dp, topology.per_node());
-    if (c.hierarchical == Hierarchical::kTrue && link == LinkClass::kNet && local > 1) {
-      const int across = c.dp / local;
-      out.dp_comm =
-          profile.link(Collective::kReduceScatter, local, LinkClass::kNode).time(grad_bytes) +
-          profile.link(Collective::kAllReduce, across, LinkClass::kNet).time(grad_bytes / local) +
-          profile.link(Collective::kAllGather, local, LinkClass::kNode).time(grad_bytes);
-    } else if (c.zero1) {
-      out.dp_comm = profile.link(Collective::kReduceScatter, c.dp, link).time(grad_bytes);
-    } else {
-      out.dp_comm = profile.link(Collective::kAllReduce, c.dp, link).time(grad_bytes);
-    }
-    if (c.zero1) {  // parameters gathered back after the sharded update
-      out.dp_comm += profile.link(Collective::kAllGather, c.dp, link).time(most_parameters);
-    }
-  }
-  if (c.tp > 1) {
-    // Per layer and micro-batch: 2 all-reduces of [b, s, h] forward and 2 backward (with
-    // sequence parallelism as many all-gathers and reduce-scatters: the same bytes). Measured
-    // layer times hold them on the calibrated link; a group across nodes adds the difference,
-    // a nominal profile all of it.
-    const LinkClass link = topology.link_of(layout.group_of(Axis::kTp, 0));
-    const double bytes = activation_bytes * (plan.sequence_parallel ? c.tp : 1);
-    const double per =
-        profile.link(Collective::kAllReduce, c.tp, link).time(bytes) -
-        (profile.nominal
-             ? 0.0
-             : profile.link(Collective::kAllReduce, c.tp, LinkClass::kNode).time(bytes));
-    const double layers = static_cast<double>(config.model.layers) / p;
-    out.tp_cross = 4 * std::max(0.0, per) * layers * static_cast<double>(c.microbatches);
-  }
+  out.dp_comm = dp_sync_seconds(plan, c, profile, topology, most_parameters);
+  out.tp_cross = tp_cross_seconds(plan, c, profile, topology, activation_bytes);
   out.optimizer = profile.optimizer_per_parameter * (most_parameters / 4) /
-                  (c.zero1 ? static_cast<double>(c.dp) : 1.0) * load;
+                  (c.zero1 ? static_cast<double>(c.dp) : 1.0) * share.load;
   out.overhead = profile.step_overhead;
   out.step_seconds = sim.makespan + out.tp_cross + out.dp_comm + out.optimizer + out.overhead;
   return out;

@@ -3,9 +3,9 @@
 // One candidate's per-rank peak memory and step time, from the run's plan (train/run_plan.h:
 // schedule, stage split, activation shapes) and a profile (plan/profile.h).
 // Memory, per pipeline rank (tp and dp ranks of one stage hold the same): the model spec's
-// formulas (models/*_memory.h) for each chunk the rank holds — parameters, gradients (ZeRO-1
+// formula (models/transformer_memory.h for the transformers) for each chunk the rank holds — parameters, gradients (ZeRO-1
 // adds the averaged slice, 1/dp), optimizer state (AdamW 2 x parameters, /dp with ZeRO-1; SGD
-// with momentum 1 x) — and activations from the rank's own program: what each micro-batch keeps
+// with momentum 1 x) — and activations from the rank's own program (schedules/action_memory.h): what each micro-batch keeps
 // from its forward to its backward (B, or W after a split: then also the gradients W needs from
 // I), the messages sent (alive until the step ends) and a recomputed block's replay; with
 // checkpoint.async and periodic saves, dp rank 0's copy of its shard (parameters and the whole

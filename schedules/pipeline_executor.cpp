@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/heap_usage.h"
+#include "schedules/action_memory.h"
 #include "schedules/schedule_check.h"
 #include "schedules/split_backward.h"
 
@@ -54,6 +55,182 @@ PipelineExecutor::PipelineExecutor(Communicator& pp, std::vector<int64_t> activa
                                    torch::ScalarType dtype)
     : pp_(pp), shape_(std::move(activation_shape)), dtype_(dtype) {}
 
+namespace {
+
+// One step of one rank's program: the state the actions share, and what each action does.
+class StepRun {
+ public:
+  StepRun(Communicator& pp, const std::vector<int64_t>& shape, torch::ScalarType dtype,
+          const Schedule& schedule, const StageFunctions& stage)
+      : pp_(pp),
+        shape_(shape),
+        dtype_(dtype),
+        schedule_(schedule),
+        stage_(stage),
+        rank_(pp.rank()),
+        last_stage_(schedule.total_stages() - 1),
+        scale_(1.0 / schedule.microbatches),
+        backwards_left_(static_cast<size_t>(schedule.chunks), schedule.microbatches),
+        weights_left_(static_cast<size_t>(schedule.chunks), schedule.microbatches) {}
+
+  void run(const Action& a) {
+    const int s = schedule_.stage_of(rank_, a.chunk);
+    Slot& slot = slots_[{a.chunk, a.microbatch}];
+    flight::set_microbatch(a.microbatch);
+    const flight::Label label(action_label(a.kind, s));
+    switch (a.kind) {
+      case ActionKind::kRecvActivation:
+        slot.input = receive(a, s, false).requires_grad_();
+        break;
+      case ActionKind::kForward:
+        forward(a, s, slot);
+        break;
+      case ActionKind::kSendActivation:
+        send_activation(a, s, slot);
+        break;
+      case ActionKind::kRecvGrad:
+        slot.grad = receive(a, s, true);
+        break;
+      case ActionKind::kBackward:
+        backward(a, s, slot);
+        break;
+      case ActionKind::kBackwardInput:
+        input_gradient(a, s, slot);
+        break;
+      case ActionKind::kBackwardWeight:
+        weight_gradients(a);
+        break;
+      case ActionKind::kSendGrad:
+        send_grad(a, s, slot);
+        break;
+    }
+    // What the rank holds (schedules/action_memory.h).
+    live_ += action_memory(a.kind).micro_batches;
+    peak_live_ = std::max(peak_live_, live_);
+  }
+
+  /// Completes the sends, and returns the mean loss on every pipeline rank.
+  double finish() {
+    flight::set_microbatch(-1);
+    const flight::Label label("pipeline sends of the step");
+    for (auto& send : sends_) send.first->wait();
+    // The loss lives on the last stage's rank; every rank reports it.
+    const int loss_rank = schedule_.loss_rank();
+    torch::Tensor mean =
+        torch::tensor({rank_ == loss_rank ? loss_sum_ * scale_ : 0.0}, torch::kDouble);
+    pp_.broadcast(mean, loss_rank);
+    return mean.item<double>();
+  }
+
+  int peak_live() const { return peak_live_; }
+
+ private:
+  // The activation (or its gradient) for stage s: from a stage on this rank without
+  // communication, else received.
+  torch::Tensor receive(const Action& a, int s, bool gradient) {
+    const int tag = message_tag(s, a.microbatch, schedule_.microbatches, gradient);
+    if (a.peer == rank_) {
+      torch::Tensor buffer = local_.at(tag);
+      local_.erase(tag);
+      return buffer;
+    }
+    torch::Tensor buffer = torch::empty(shape_, dtype_);
+    pp_.irecv(buffer, a.peer, tag)->wait();
+    return buffer;
+  }
+
+  // Sent without waiting (completed at the end of the step), or handed to a stage on this rank
+  // as a copy: the receiver's tensor becomes a leaf of its own graph.
+  void send(const Action& a, int tag, const torch::Tensor& tensor) {
+    if (a.peer == rank_) {
+      local_[tag] = tensor.detach().clone();
+      return;
+    }
+    torch::Tensor payload = tensor.detach().contiguous();
+    sends_.emplace_back(pp_.isend(payload, a.peer, tag), payload);
+  }
+
+  void forward(const Action& a, int s, Slot& slot) {
+    torch::Tensor out = stage_.forward(a.chunk, a.microbatch, slot.input);
+    if (s == last_stage_) {
+      out = stage_.loss(a.microbatch, out);
+      loss_sum_ += out.item<double>();
+      out = out * scale_;
+    }
+    slot.output = out;
+  }
+
+  void send_activation(const Action& a, int s, Slot& slot) {
+    if (fault_due("skip-send")) return;  // a test's dropped message (Note [Fault injection])
+    send(a, message_tag(s + 1, a.microbatch, schedule_.microbatches, false), slot.output);
+  }
+
+  // Before a backward action: the stage's hook, told whether it is the chunk's last of its kind.
+  void before_backward(const Action& a, std::vector<int>& left) {
+    const bool last = --left[static_cast<size_t>(a.chunk)] == 0;
+    if (stage_.before_backward) stage_.before_backward(a.chunk, a.microbatch, last);
+  }
+
+  void backward(const Action& a, int s, Slot& slot) {
+    before_backward(a, backwards_left_);
+    if (s == last_stage_) {
+      slot.output.backward();
+    } else {
+      torch::autograd::backward({slot.output}, {slot.grad});
+    }
+    slot.output = torch::Tensor();  // the graph is freed with it
+    slot.grad = torch::Tensor();
+    if (s == 0) slots_.erase({a.chunk, a.microbatch});
+  }
+
+  void input_gradient(const Action& a, int s, Slot& slot) {
+    before_backward(a, backwards_left_);
+    slot.input_grad = backward_input(slot.output, s == last_stage_ ? torch::Tensor() : slot.grad,
+                                     slot.input, &deferred_[{a.chunk, a.microbatch}]);
+    slot.output = torch::Tensor();  // the graph lives on in `deferred_` until W
+    slot.grad = torch::Tensor();
+    if (s == 0) slots_.erase({a.chunk, a.microbatch});
+  }
+
+  void weight_gradients(const Action& a) {
+    before_backward(a, weights_left_);
+    const auto it = deferred_.find({a.chunk, a.microbatch});
+    TRIAX_CHECK(it != deferred_.end(), "W of micro-batch ", a.microbatch, " before its I");
+    const std::vector<torch::Tensor> params = backward_weight(&it->second);
+    deferred_.erase(it);  // the micro-batch's graph is freed here
+    if (stage_.weights_ready) stage_.weights_ready(a.chunk, params);
+  }
+
+  void send_grad(const Action& a, int s, Slot& slot) {
+    if (!fault_due("skip-send")) {  // a test's dropped message (Note [Fault injection])
+      const torch::Tensor grad = slot.input_grad.defined() ? slot.input_grad : slot.input.grad();
+      send(a, message_tag(s - 1, a.microbatch, schedule_.microbatches, true), grad);
+    }
+    slots_.erase({a.chunk, a.microbatch});
+  }
+
+  Communicator& pp_;
+  const std::vector<int64_t>& shape_;
+  torch::ScalarType dtype_;
+  const Schedule& schedule_;
+  const StageFunctions& stage_;
+  const int rank_;
+  const int last_stage_;
+  const double scale_;  // each micro-batch's loss weight: 1/m
+  std::map<std::pair<int, int>, Slot> slots_;
+  std::vector<std::pair<WorkPtr, torch::Tensor>> sends_;  // kept alive until the step ends
+  double loss_sum_ = 0;
+  int live_ = 0;
+  int peak_live_ = 0;
+  // Per chunk, the B (or I) and the W passes still to run in this step.
+  std::vector<int> backwards_left_;
+  std::vector<int> weights_left_;
+  std::map<std::pair<int, int>, DeferredWeights> deferred_;  // what each I left for its W
+  std::map<int, torch::Tensor> local_;  // messages between two stages on this rank, by tag
+};
+
+}  // namespace
+
 double PipelineExecutor::run(const Schedule& schedule, const StageFunctions& stage) {
   TRIAX_CHECK(schedule.stages == pp_.size(), "schedule for ", schedule.stages,
               " stages on a pipeline group of ", pp_.size());
@@ -65,147 +242,26 @@ double PipelineExecutor::run(const Schedule& schedule, const StageFunctions& sta
   TRIAX_CHECK(message_tag(schedule.total_stages(), 0, schedule.microbatches, false) < 32767,
               "too many stages x micro-batches for message tags: ", schedule.total_stages(), " x ",
               schedule.microbatches);
-  const int rank = pp_.rank();
-  const int last_stage = schedule.total_stages() - 1;
-  const double scale = 1.0 / schedule.microbatches;
-  std::map<std::pair<int, int>, Slot> slots;
-  std::vector<std::pair<WorkPtr, torch::Tensor>> sends;  // kept alive until the step ends
-  double loss_sum = 0;
-  int live = 0;
-  peak_live_ = 0;
+  StepRun step(pp_, shape_, dtype_, schedule, stage);
   trace_.clear();
   peak_bytes_ = 0;
-  // Per chunk, the B (or I) and the W passes still to run in this step.
-  std::vector<int> backwards_left(static_cast<size_t>(schedule.chunks), schedule.microbatches);
-  std::vector<int> weights_left(static_cast<size_t>(schedule.chunks), schedule.microbatches);
-  std::map<std::pair<int, int>, DeferredWeights> deferred;  // what each I left for its W
-  std::map<int, torch::Tensor> local;  // messages between two stages on this rank, by tag
-  const int loss_rank = schedule.loss_rank();
   const int64_t heap_at_start = tracing_ ? heap_bytes_in_use() : 0;
   const auto begin = std::chrono::steady_clock::now();
   const auto now_us = [&] {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin)
         .count();
   };
-
-  for (const Action& a : schedule.ranks[static_cast<size_t>(rank)]) {
+  for (const Action& a : schedule.ranks[static_cast<size_t>(pp_.rank())]) {
     const double start = tracing_ ? now_us() : 0;
-    const int s = schedule.stage_of(rank, a.chunk);
-    Slot& slot = slots[{a.chunk, a.microbatch}];
-    flight::set_microbatch(a.microbatch);
-    const flight::Label label(action_label(a.kind, s));
-    switch (a.kind) {
-      case ActionKind::kRecvActivation: {
-        const int tag = message_tag(s, a.microbatch, schedule.microbatches, false);
-        torch::Tensor buffer;
-        if (a.peer == rank) {
-          buffer = local.at(tag);
-          local.erase(tag);
-        } else {
-          buffer = torch::empty(shape_, dtype_);
-          pp_.irecv(buffer, a.peer, tag)->wait();
-        }
-        slot.input = buffer.requires_grad_();
-        break;
-      }
-      case ActionKind::kForward: {
-        torch::Tensor out = stage.forward(a.chunk, a.microbatch, slot.input);
-        if (s == last_stage) {
-          out = stage.loss(a.microbatch, out);
-          loss_sum += out.item<double>();
-          out = out * scale;
-        }
-        slot.output = out;
-        peak_live_ = std::max(peak_live_, ++live);
-        break;
-      }
-      case ActionKind::kSendActivation: {
-        if (fault_due("skip-send")) break;  // a test's dropped message (Note [Fault injection])
-        const int tag = message_tag(s + 1, a.microbatch, schedule.microbatches, false);
-        if (a.peer == rank) {  // a copy: the receiver's tensor becomes a leaf of its own graph
-          local[tag] = slot.output.detach().clone();
-          break;
-        }
-        torch::Tensor payload = slot.output.detach().contiguous();
-        sends.emplace_back(pp_.isend(payload, a.peer, tag), payload);
-        break;
-      }
-      case ActionKind::kRecvGrad: {
-        const int tag = message_tag(s, a.microbatch, schedule.microbatches, true);
-        if (a.peer == rank) {
-          slot.grad = local.at(tag);
-          local.erase(tag);
-        } else {
-          slot.grad = torch::empty(shape_, dtype_);
-          pp_.irecv(slot.grad, a.peer, tag)->wait();
-        }
-        break;
-      }
-      case ActionKind::kBackward: {
-        const bool last = --backwards_left[static_cast<size_t>(a.chunk)] == 0;
-        if (stage.before_backward) stage.before_backward(a.chunk, a.microbatch, last);
-        if (s == last_stage) {
-          slot.output.backward();
-        } else {
-          torch::autograd::backward({slot.output}, {slot.grad});
-        }
-        slot.output = torch::Tensor();  // the graph is freed with it
-        slot.grad = torch::Tensor();
-        --live;
-        if (s == 0) slots.erase({a.chunk, a.microbatch});
-        break;
-      }
-      case ActionKind::kBackwardInput: {
-        const bool last = --backwards_left[static_cast<size_t>(a.chunk)] == 0;
-        if (stage.before_backward) stage.before_backward(a.chunk, a.microbatch, last);
-        slot.input_grad = backward_input(slot.output, s == last_stage ? torch::Tensor() : slot.grad,
-                                         slot.input, &deferred[{a.chunk, a.microbatch}]);
-        slot.output = torch::Tensor();  // the graph lives on in `deferred` until W
-        slot.grad = torch::Tensor();
-        if (s == 0) slots.erase({a.chunk, a.microbatch});
-        break;
-      }
-      case ActionKind::kBackwardWeight: {
-        const bool last = --weights_left[static_cast<size_t>(a.chunk)] == 0;
-        if (stage.before_backward) stage.before_backward(a.chunk, a.microbatch, last);
-        const auto it = deferred.find({a.chunk, a.microbatch});
-        TRIAX_CHECK(it != deferred.end(), "W of micro-batch ", a.microbatch, " before its I");
-        const std::vector<torch::Tensor> params = backward_weight(&it->second);
-        deferred.erase(it);  // the micro-batch's graph is freed here
-        --live;
-        if (stage.weights_ready) stage.weights_ready(a.chunk, params);
-        break;
-      }
-      case ActionKind::kSendGrad: {
-        if (fault_due("skip-send")) {  // a test's dropped message (Note [Fault injection])
-          slots.erase({a.chunk, a.microbatch});
-          break;
-        }
-        const torch::Tensor grad = slot.input_grad.defined() ? slot.input_grad : slot.input.grad();
-        const int tag = message_tag(s - 1, a.microbatch, schedule.microbatches, true);
-        if (a.peer == rank) {
-          local[tag] = grad.detach().clone();
-        } else {
-          torch::Tensor payload = grad.contiguous();
-          sends.emplace_back(pp_.isend(payload, a.peer, tag), payload);
-        }
-        slots.erase({a.chunk, a.microbatch});
-        break;
-      }
-    }
+    step.run(a);
     if (tracing_) {
       trace_.push_back({a.kind, a.chunk, a.microbatch, start, now_us()});
       peak_bytes_ = std::max(peak_bytes_, heap_bytes_in_use() - heap_at_start);
     }
   }
-  flight::set_microbatch(-1);
-  const flight::Label label("pipeline sends of the step");
-  for (auto& send : sends) send.first->wait();
-
-  // The loss lives on the last stage's rank; every rank reports it.
-  torch::Tensor mean = torch::tensor({rank == loss_rank ? loss_sum * scale : 0.0}, torch::kDouble);
-  pp_.broadcast(mean, loss_rank);
-  return mean.item<double>();
+  const double loss = step.finish();
+  peak_live_ = step.peak_live();
+  return loss;
 }
 
 }  // namespace triax

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "schedules/action_memory.h"
 
 namespace triax {
 namespace {
@@ -124,9 +125,8 @@ SimulationResult simulate(const Schedule& s, const SimulationCosts& costs) {
           busy += cost;
           result.busy[r] += cost;
           // A micro-batch's activations are held from F until its backward is complete: B, or
-          // W after a split (W needs what I kept).
-          if (a.kind == ActionKind::kForward) ++live[r];
-          if (a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardWeight) --live[r];
+          // W after a split (W needs what I kept; schedules/action_memory.h).
+          live[r] += action_memory(a.kind).micro_batches;
           result.peak_activations[r] = std::max(result.peak_activations[r], live[r]);
         } else if (message_of(s, static_cast<int>(r), a, &key, &other)) {
           if (a.kind == ActionKind::kSendActivation || a.kind == ActionKind::kSendGrad) {
@@ -222,8 +222,7 @@ SimulationResult simulate_shared(const Schedule& s, const SimulationCosts& costs
       remaining[r] -= step * speed;
       if (remaining[r] > 1e-12 * std::max(1.0, now)) continue;
       const Action& a = s.ranks[r][next[r]];
-      if (a.kind == ActionKind::kForward) ++live[r];
-      if (a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardWeight) --live[r];
+      live[r] += action_memory(a.kind).micro_batches;
       result.peak_activations[r] = std::max(result.peak_activations[r], live[r]);
       result.timings[r][next[r]].end = now;
       remaining[r] = -1.0;
@@ -244,76 +243,83 @@ SimulationResult simulate_shared(const Schedule& s, const SimulationCosts& costs
   return result;
 }
 
-void check_schedule(const Schedule& s) {
-  std::vector<std::string> problems;
-  if (static_cast<int>(s.ranks.size()) != s.stages) {
-    problems.push_back(
-        str("the schedule lists ", s.ranks.size(), " ranks for ", s.stages, " stages"));
-  }
-  std::map<MessageKey, int> sends, receives;  // message -> count
-  for (size_t r = 0; r < s.ranks.size(); ++r) {
-    // (chunk, mb) -> position of its F, B, I, W
-    std::map<ActionKind, std::map<std::pair<int, int>, int>> seen;
-    for (size_t i = 0; i < s.ranks[r].size(); ++i) {
-      const Action& a = s.ranks[r][i];
-      if (a.chunk < 0 || a.chunk >= s.chunks || a.microbatch < 0 ||
-          a.microbatch >= s.microbatches) {
+namespace {
+
+using Problems = std::vector<std::string>;
+using MessageCounts = std::map<MessageKey, int>;  // message -> count
+// (chunk, mb) -> position of its F, B, I, W in the rank's list
+using Seen = std::map<ActionKind, std::map<std::pair<int, int>, int>>;
+
+// Rank r's actions one by one: in range, each compute once and after what it needs, each
+// message naming the rank its other side is on. Counts the messages it sends and receives.
+Seen check_rank_order(const Schedule& s, size_t r, Problems& problems, MessageCounts& sends,
+                      MessageCounts& receives) {
+  Seen seen;
+  for (size_t i = 0; i < s.ranks[r].size(); ++i) {
+    const Action& a = s.ranks[r][i];
+    if (a.chunk < 0 || a.chunk >= s.chunks || a.microbatch < 0 || a.microbatch >= s.microbatches) {
+      problems.push_back(
+          str("rank ", r, ": ", describe(s, static_cast<int>(r), a), " is out of range"));
+      continue;
+    }
+    const auto id = std::make_pair(a.chunk, a.microbatch);
+    if (is_compute(a.kind)) {
+      auto& mine = seen[a.kind];
+      if (mine.count(id))
         problems.push_back(
-            str("rank ", r, ": ", describe(s, static_cast<int>(r), a), " is out of range"));
-        continue;
-      }
-      const auto id = std::make_pair(a.chunk, a.microbatch);
-      if (is_compute(a.kind)) {
-        auto& mine = seen[a.kind];
-        if (mine.count(id))
-          problems.push_back(
-              str("rank ", r, ": ", describe(s, static_cast<int>(r), a), " appears twice"));
-        mine[id] = static_cast<int>(i);
-        const auto before = [&](ActionKind first, const char* what) {
-          if (!seen[first].count(id)) {
-            problems.push_back(str("rank ", r, ": ", describe(s, static_cast<int>(r), a),
-                                   " comes before its ", what));
-          }
-        };
-        if (a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardInput) {
-          before(ActionKind::kForward, "forward");
+            str("rank ", r, ": ", describe(s, static_cast<int>(r), a), " appears twice"));
+      mine[id] = static_cast<int>(i);
+      const auto before = [&](ActionKind first, const char* what) {
+        if (!seen[first].count(id)) {
+          problems.push_back(str("rank ", r, ": ", describe(s, static_cast<int>(r), a),
+                                 " comes before its ", what));
         }
-        if (a.kind == ActionKind::kBackwardWeight) before(ActionKind::kBackwardInput, "I");
-        continue;
+      };
+      if (a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardInput) {
+        before(ActionKind::kForward, "forward");
       }
-      MessageKey key;
-      int other = -1;
-      message_of(s, static_cast<int>(r), a, &key, &other);
-      if (other < 0 || other != a.peer) {
-        problems.push_back(str("rank ", r, ": ", describe(s, static_cast<int>(r), a),
-                               " names peer ", a.peer, " but the other side is on rank ", other));
-      }
-      const bool is_send = a.kind == ActionKind::kSendActivation || a.kind == ActionKind::kSendGrad;
-      ++(is_send ? sends : receives)[key];
+      if (a.kind == ActionKind::kBackwardWeight) before(ActionKind::kBackwardInput, "I");
+      continue;
     }
-    for (int c = 0; c < s.chunks; ++c) {
-      for (int mb = 0; mb < s.microbatches; ++mb) {
-        const std::pair<int, int> id{c, mb};
-        const bool f = seen[ActionKind::kForward].count(id) > 0;
-        const bool b = seen[ActionKind::kBackward].count(id) > 0;
-        const bool in = seen[ActionKind::kBackwardInput].count(id) > 0;
-        const bool w = seen[ActionKind::kBackwardWeight].count(id) > 0;
-        const std::string where = str("rank ", r, ": chunk ", c, " micro-batch ", mb);
-        if (!f) problems.push_back(where + " lacks its forward");
-        if (!s.backward) {
-          if (b || in || w) {
-            problems.push_back(where + " has a backward in a forward-only schedule");
-          }
-          continue;
-        }
-        if (b && (in || w))
-          problems.push_back(where + " has both a whole backward and a split one");
-        if (!b && !in) problems.push_back(where + " lacks its backward");
-        if (in && !w) problems.push_back(where + " lacks the W of its split backward");
-        if (w && !in) problems.push_back(where + " has a W without its I");
+    MessageKey key;
+    int other = -1;
+    message_of(s, static_cast<int>(r), a, &key, &other);
+    if (other < 0 || other != a.peer) {
+      problems.push_back(str("rank ", r, ": ", describe(s, static_cast<int>(r), a), " names peer ",
+                             a.peer, " but the other side is on rank ", other));
+    }
+    const bool is_send = a.kind == ActionKind::kSendActivation || a.kind == ActionKind::kSendGrad;
+    ++(is_send ? sends : receives)[key];
+  }
+  return seen;
+}
+
+// Every (chunk, micro-batch) of rank r has its forward and exactly one kind of backward.
+void check_rank_complete(const Schedule& s, size_t r, Seen& seen, Problems& problems) {
+  for (int c = 0; c < s.chunks; ++c) {
+    for (int mb = 0; mb < s.microbatches; ++mb) {
+      const std::pair<int, int> id{c, mb};
+      const bool f = seen[ActionKind::kForward].count(id) > 0;
+      const bool b = seen[ActionKind::kBackward].count(id) > 0;
+      const bool in = seen[ActionKind::kBackwardInput].count(id) > 0;
+      const bool w = seen[ActionKind::kBackwardWeight].count(id) > 0;
+      const std::string where = str("rank ", r, ": chunk ", c, " micro-batch ", mb);
+      if (!f) problems.push_back(where + " lacks its forward");
+      if (!s.backward) {
+        if (b || in || w) problems.push_back(where + " has a backward in a forward-only schedule");
+        continue;
       }
+      if (b && (in || w)) problems.push_back(where + " has both a whole backward and a split one");
+      if (!b && !in) problems.push_back(where + " lacks its backward");
+      if (in && !w) problems.push_back(where + " lacks the W of its split backward");
+      if (w && !in) problems.push_back(where + " has a W without its I");
     }
   }
+}
+
+// Every message sent is received as often, and the other way round.
+void check_messages_pair(const MessageCounts& sends, MessageCounts receives, Problems& problems) {
+  MessageCounts sent = sends;
   for (const auto& [key, count] : sends) {
     if (receives[key] != count) {
       problems.push_back(str(std::get<0>(key) ? "gradient" : "activation", " of micro-batch ",
@@ -322,24 +328,43 @@ void check_schedule(const Schedule& s) {
     }
   }
   for (const auto& [key, count] : receives) {
-    if (sends[key] != count) {
+    if (sent[key] != count) {
       problems.push_back(str(std::get<0>(key) ? "gradient" : "activation", " of micro-batch ",
                              std::get<2>(key), " for stage ", std::get<1>(key),
                              " is received but never sent"));
     }
   }
-  if (problems.empty()) {
-    const SimulationResult sim = simulate(s);
-    if (!sim.finished) problems.push_back("deadlock: " + sim.stuck);
-    // The peak depends only on each rank's order, so any costs show it.
-    for (size_t r = 0; r < s.in_flight_bound.size() && r < sim.peak_activations.size(); ++r) {
-      if (sim.peak_activations[r] > s.in_flight_bound[r]) {
-        problems.push_back(str("rank ", r, " holds ", sim.peak_activations[r],
-                               " micro-batches' activations at once, more than the ",
-                               s.in_flight_bound[r], " the schedule claims"));
-      }
+}
+
+// The schedule runs to its end, and no rank holds more micro-batches than it claims.
+void check_simulation(const Schedule& s, Problems& problems) {
+  const SimulationResult sim = simulate(s);
+  if (!sim.finished) problems.push_back("deadlock: " + sim.stuck);
+  // The peak depends only on each rank's order, so any costs show it.
+  for (size_t r = 0; r < s.in_flight_bound.size() && r < sim.peak_activations.size(); ++r) {
+    if (sim.peak_activations[r] > s.in_flight_bound[r]) {
+      problems.push_back(str("rank ", r, " holds ", sim.peak_activations[r],
+                             " micro-batches' activations at once, more than the ",
+                             s.in_flight_bound[r], " the schedule claims"));
     }
   }
+}
+
+}  // namespace
+
+void check_schedule(const Schedule& s) {
+  Problems problems;
+  if (static_cast<int>(s.ranks.size()) != s.stages) {
+    problems.push_back(
+        str("the schedule lists ", s.ranks.size(), " ranks for ", s.stages, " stages"));
+  }
+  MessageCounts sends, receives;
+  for (size_t r = 0; r < s.ranks.size(); ++r) {
+    Seen seen = check_rank_order(s, r, problems, sends, receives);
+    check_rank_complete(s, r, seen, problems);
+  }
+  check_messages_pair(sends, receives, problems);
+  if (problems.empty()) check_simulation(s, problems);
   if (!problems.empty()) {
     throw Error(str("schedule ", s.name, " (p=", s.stages, " m=", s.microbatches, " v=", s.chunks,
                     ") is invalid:\n  ", join(problems, "\n  ")));
