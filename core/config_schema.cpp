@@ -6,9 +6,8 @@ namespace {
 constexpr IntRule kPositive{1};
 constexpr IntRule kNonNegative{0};
 
-}  // namespace
-
-void visit_config(Config& c, ConfigVisitor& v) {
+// One function per section, in the order the YAML and the documentation list them.
+void visit_model(Config& c, ConfigVisitor& v) {
   v.section("model", [&] {
     choice_field(v, "arch", c.model.arch, "architecture");
     v.field("mlp_hidden", c.model.mlp_hidden, kPositive, "MLP hidden layer widths (features)");
@@ -39,6 +38,9 @@ void visit_config(Config& c, ConfigVisitor& v) {
             "Llama 3.1 rotary scaling: pretraining context length");
     v.field("qkv_bias", c.model.qkv_bias, "Llama biases on q, k, v (Qwen2)");
   });
+}
+
+void visit_parallel(Config& c, ConfigVisitor& v) {
   v.section("parallel", [&] {
     v.field("tensor", c.parallel.tensor, kPositive,
             "tensor-parallel size, fixed when the model is built");
@@ -58,6 +60,9 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("memory_per_rank_mb", c.parallel.memory_per_rank_mb, RealRule{0.0, 1e9},
             "auto: memory a rank may hold (MiB, process included); 0 = no limit");
   });
+}
+
+void visit_train(Config& c, ConfigVisitor& v) {
   v.section("train", [&] {
     v.field("global_batch", c.train.global_batch, kPositive,
             "samples per optimizer step over all dp ranks");
@@ -102,6 +107,9 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("eval_batches", c.train.eval_batches, kNonNegative,
             "global batches per evaluation; 0 = the whole held-out split");
   });
+}
+
+void visit_schedule(Config& c, ConfigVisitor& v) {
   v.section("schedule", [&] {
     choice_field(v, "name", c.schedule.name, "pipeline schedule");
     v.field("microbatches", c.schedule.microbatches, kNonNegative,
@@ -113,6 +121,9 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("trace", c.schedule.trace, {}, "Chrome trace JSON path; empty = none");
     v.field("trace_step", c.schedule.trace_step, kPositive, "the step the trace records");
   });
+}
+
+void visit_ddp(Config& c, ConfigVisitor& v) {
   v.section("ddp", [&] {
     v.field("bucket_mb", c.ddp.bucket_mb, RealRule{0.0, 4096.0, true},
             "gradient bucket size (MiB)");
@@ -126,11 +137,17 @@ void visit_config(Config& c, ConfigVisitor& v) {
                  "dtype gradients are averaged in across dp (bf16: half the bytes, rounded to "
                  "bf16 per reduction step; needs bucketed: true)");
   });
+}
+
+void visit_optimizer(Config& c, ConfigVisitor& v) {
   v.section("optimizer", [&] {
     v.field("shard", c.optimizer.shard,
             "ZeRO-1: each dp rank holds 1/dp of AdamW's state; gradients reduce-scattered, "
             "parameters all-gathered (needs train.optimizer: adamw, ddp.bucketed: true)");
   });
+}
+
+void visit_data(Config& c, ConfigVisitor& v) {
   v.section("data", [&] {
     v.field("dir", c.data.dir, {}, "folder of the Fashion-MNIST gzip IDX files");
     v.field("train_samples", c.data.train_samples, kNonNegative,
@@ -143,6 +160,9 @@ void visit_config(Config& c, ConfigVisitor& v) {
             "GPT, Llama: what the token files were made with (`prepare-data --tokenizer`): "
             "bytes, or a tokenizer file or folder; decodes samples and `triax generate`");
   });
+}
+
+void visit_sample(Config& c, ConfigVisitor& v) {
   v.section("sample", [&] {
     v.field("tokens", c.sample.tokens, IntRule{0, 100000},
             "GPT: tokens generated from the prompt after training; 0 = none");
@@ -152,6 +172,9 @@ void visit_config(Config& c, ConfigVisitor& v) {
     v.field("temperature", c.sample.temperature, RealRule{0.0, 100.0, true},
             "GPT: softmax temperature when top_k > 1");
   });
+}
+
+void visit_comm(Config& c, ConfigVisitor& v) {
   v.section("comm", [&] {
     choice_field(v, "backend", c.comm.backend,
                  "collectives: mpi (mpirun, srun), tcp (Gloo over torchrun's store), auto");
@@ -162,6 +185,9 @@ void visit_config(Config& c, ConfigVisitor& v) {
             "seconds without a heartbeat before a rank is declared lost (stopped, frozen, or "
             "its node unreachable) and the job ends; 0 = no heartbeat");
   });
+}
+
+void visit_checkpoint(Config& c, ConfigVisitor& v) {
   v.section("checkpoint", [&] {
     v.field("dir", c.checkpoint.dir, {}, "checkpoint folder; empty = run.dir/checkpoints");
     v.field("every", c.checkpoint.every, kNonNegative,
@@ -173,12 +199,31 @@ void visit_config(Config& c, ConfigVisitor& v) {
             "write shards on a background thread after an in-memory snapshot (the manifest "
             "follows at a later step); false = the step waits for the save");
   });
+}
+
+void visit_run(Config& c, ConfigVisitor& v) {
   v.section("run", [&] {
     v.field("dir", c.run.dir, {},
             "output directory (config, metrics.jsonl, samples); empty = none");
     v.field("peak_tflops", c.run.peak_tflops, RealRule{0.0, 1e6},
             "one rank's peak TFLOP/s for MFU; 0 = measure each node's matmul peak");
   });
+}
+
+}  // namespace
+
+void visit_config(Config& c, ConfigVisitor& v) {
+  visit_model(c, v);
+  visit_parallel(c, v);
+  visit_train(c, v);
+  visit_schedule(c, v);
+  visit_ddp(c, v);
+  visit_optimizer(c, v);
+  visit_data(c, v);
+  visit_sample(c, v);
+  visit_comm(c, v);
+  visit_checkpoint(c, v);
+  visit_run(c, v);
 }
 
 }  // namespace triax

@@ -9,20 +9,10 @@
 namespace triax {
 namespace {
 
-const std::vector<std::string> kCommands = {
-    "train",  "config",    "prepare-data", "plot", "flight",  "reshard", "export",
-    "import", "tokenizer", "generate",     "help", "version", "plan",    "calibrate"};
-const std::vector<std::string> kOptions = {
-    "--set",      "--world",        "--describe", "--markdown",        "--out",
-    "--help",     "--val-fraction", "--resume",   "--tensor",          "--pipeline",
-    "--chunks",   "--config",       "--hf",       "--dtype",           "--max-shard-mb",
-    "--schedule", "--nodes",        "--profile",  "--memory-per-rank", "--top",
-    "--csv",      "--rank",         "--groups"};
-
-int parse_size(const std::string& option, const std::string& text) {
+int parse_size(const std::string& option, const std::string& text, long most = 1 << 20) {
   char* end = nullptr;
   const long n = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || n < 1 || n > (1 << 20)) {
+  if (text.empty() || *end != '\0' || n < 1 || n > most) {
     throw ConfigError(str(option, ": '", text, "' is not a positive integer"));
   }
   return static_cast<int>(n);
@@ -55,63 +45,263 @@ double parse_bytes(const std::string& option, const std::string& text) {
   return value * scale;
 }
 
+// A count where 0 means "none" or "all" (--top, --rank).
+int parse_count_or_zero(const std::string& option, const std::string& text) {
+  return text == "0" ? 0 : parse_size(option, text);
+}
+
+using Setter = void (*)(CliArgs& args, const std::string& option, const std::string& value);
+
+// One option: its name, whether a value follows it, and what it sets (the option's name comes
+// along for messages).
+struct CliOption {
+  const char* name;
+  bool takes_value;
+  Setter set;
+};
+
+const std::vector<CliOption>& cli_options() {
+  using A = CliArgs;
+  using S = const std::string&;
+  static const std::vector<CliOption> options = {
+      {"--set", true, [](A& a, S, S v) { a.overrides.push_back(v); }},
+      {"--world", true, [](A& a, S o, S v) { a.world = parse_size(o, v, 1 << 24); }},
+      {"--describe", false, [](A& a, S, S) { a.describe = true; }},
+      {"--markdown", false, [](A& a, S, S) { a.markdown = true; }},
+      {"--out", true, [](A& a, S, S v) { a.out = v; }},
+      {"--val-fraction", true, [](A& a, S o, S v) { a.val_fraction = parse_fraction(o, v); }},
+      {"--resume", true, [](A& a, S, S v) { a.resume = v; }},
+      {"--tensor", true, [](A& a, S o, S v) { a.tensor = parse_size(o, v); }},
+      {"--pipeline", true, [](A& a, S o, S v) { a.pipeline = parse_size(o, v); }},
+      {"--chunks", true, [](A& a, S o, S v) { a.chunks = parse_size(o, v); }},
+      {"--schedule", true,
+       [](A& a, S, S v) {
+         ScheduleKind kind;
+         if (!parse_choice(v, &kind)) {
+           throw ConfigError(str("--schedule: '", v,
+                                 "' (valid: ", join(choice_names<ScheduleKind>(), ", "), ")"));
+         }
+         a.schedule = v;
+       }},
+      {"--config", true, [](A& a, S, S v) { a.base_config = v; }},
+      {"--hf", false, [](A& a, S, S) { a.hf = true; }},
+      {"--dtype", true,
+       [](A& a, S, S v) {
+         if (v != "fp32" && v != "bf16") {
+           throw ConfigError(str("--dtype: '", v, "' (valid: fp32, bf16)"));
+         }
+         a.dtype = v;
+       }},
+      {"--max-shard-mb", true, [](A& a, S o, S v) { a.max_shard_mb = parse_size(o, v); }},
+      {"--tokenizer", true, [](A& a, S, S v) { a.tokenizer = v; }},
+      {"--threads", true, [](A& a, S o, S v) { a.threads = parse_size(o, v); }},
+      {"--pattern", true, [](A& a, S, S v) { a.pattern = v; }},
+      {"--vocab", true, [](A& a, S o, S v) { a.vocab_size = parse_size(o, v); }},
+      {"--model-type", true, [](A& a, S, S v) { a.model_type = v; }},
+      {"--prompt", true, [](A& a, S, S v) { a.prompt = v; }},
+      {"--prompt-ids", true, [](A& a, S, S v) { a.prompt_ids = v; }},
+      {"--tokens", true, [](A& a, S o, S v) { a.tokens = parse_size(o, v); }},
+      {"--ids", false, [](A& a, S, S) { a.print_ids = true; }},
+      {"--nodes", true, [](A& a, S o, S v) { a.nodes = parse_size(o, v); }},
+      {"--profile", true, [](A& a, S, S v) { a.profile = v; }},
+      {"--memory-per-rank", true, [](A& a, S o, S v) { a.memory_per_rank = parse_bytes(o, v); }},
+      {"--top", true, [](A& a, S o, S v) { a.top = parse_count_or_zero(o, v); }},
+      {"--csv", false, [](A& a, S, S) { a.csv = true; }},
+      {"--rank", true, [](A& a, S o, S v) { a.rank = parse_count_or_zero(o, v); }},
+      {"--groups", false, [](A& a, S, S) { a.groups = true; }},
+      {"--help", false, [](A& a, S, S) { a.command = "help"; }},
+      {"-h", false, [](A& a, S, S) { a.command = "help"; }},
+  };
+  return options;
+}
+
+const CliOption* find_option(const std::string& name) {
+  for (const CliOption& option : cli_options()) {
+    if (name == option.name) return &option;
+  }
+  return nullptr;
+}
+
+// What a command needs beyond its options' own rules; each throws ConfigError naming it.
+void needs_config(const CliArgs& a) {
+  if (a.config_path.empty()) {
+    throw ConfigError(str("triax ", a.command, " needs a CONFIG file, e.g. triax ", a.command,
+                          " configs/gpt-fortunes.yaml"));
+  }
+}
+
+void check_config(const CliArgs& a) {
+  if (!a.describe) needs_config(a);
+}
+
+void check_plan(const CliArgs& a) {
+  needs_config(a);
+  if (a.world == 0) {
+    throw ConfigError(str("triax plan needs --world N (the ranks to plan for), e.g. triax plan ",
+                          a.config_path, " --world 8"));
+  }
+}
+
+void check_prepare_data(const CliArgs& a) {
+  if (a.inputs.empty() || a.out.empty()) {
+    throw ConfigError(
+        "triax prepare-data needs text files or folders and --out DIR, e.g. triax prepare-data "
+        "/usr/share/games/fortunes --out runs/tokens/fortunes");
+  }
+}
+
+void check_layout_conversion(const CliArgs& a) {
+  if (a.inputs.size() != 1 || a.out.empty() || a.tensor == 0 || a.pipeline == 0) {
+    throw ConfigError(
+        str("triax ", a.command, " needs ",
+            a.command == "reshard" ? "SRC_CHECKPOINT" : "FULL_MODEL.safetensors or HF_DIR",
+            " --tensor T --pipeline P --out DST_DIR"));
+  }
+}
+
+void check_export(const CliArgs& a) {
+  if (a.inputs.size() != 1 || a.out.empty()) {
+    throw ConfigError(
+        "triax export needs SRC_CHECKPOINT --out FULL_MODEL.safetensors (or --hf --out DIR)");
+  }
+}
+
+void check_tokenizer(const CliArgs& a) {
+  const std::string action = a.inputs.empty() ? "" : a.inputs[0];
+  if (action == "train" && (a.inputs.size() < 2 || a.out.empty())) {
+    throw ConfigError("triax tokenizer train needs INPUT... --out PREFIX [--vocab N]");
+  }
+  if ((action == "encode" || action == "decode") && a.inputs.size() != 2) {
+    throw ConfigError(str("triax tokenizer ", action, " needs one tokenizer PATH"));
+  }
+  if (action != "train" && action != "encode" && action != "decode") {
+    throw ConfigError(str("triax tokenizer '", action, "' (valid: train, encode, decode)"));
+  }
+}
+
+void check_generate(const CliArgs& a) {
+  if (a.inputs.size() != 1 || (a.prompt.empty() && a.prompt_ids.empty())) {
+    throw ConfigError("triax generate needs CHECKPOINT and --prompt TEXT (or --prompt-ids 1,2,3)");
+  }
+}
+
+void check_run_dir(const CliArgs& a) {
+  if (a.inputs.size() != 1) {
+    throw ConfigError(
+        str("triax ", a.command, " needs one RUN_DIR (the run.dir of a training run)"));
+  }
+}
+
+void nothing(const CliArgs& /*args*/) {}
+
+// One command: its name, its lines in --help, whether its positional argument is one CONFIG
+// file (else a list of inputs), and what it needs.
+struct CliCommand {
+  const char* name;
+  const char* usage;
+  bool takes_config;
+  void (*check)(const CliArgs& args);
+};
+
+const std::vector<CliCommand>& cli_commands() {
+  static const std::vector<CliCommand> commands = {
+      {"train",
+       "  train CONFIG [--set key=value ...] [--resume DIR|latest|auto]\n"
+       "                                        train the model CONFIG describes; launch it with\n"
+       "                                        mpirun -np N, srun --mpi=pmi2 or torchrun\n"
+       "                                        (dp = N / (tensor * pipeline))\n",
+       true, needs_config},
+      {"config",
+       "  config CONFIG [--set key=value ...] [--world N]\n"
+       "                                        validate CONFIG, print it resolved and, with\n"
+       "                                        --world, the rank layout for N ranks\n"
+       "  config --describe [--markdown]        list every configuration key with its default\n",
+       true, check_config},
+      {"prepare-data",
+       "  prepare-data INPUT... --out DIR [--val-fraction F] [--tokenizer PATH] [--threads N]\n"
+       "                                        turn text files (or folders of them) into the\n"
+       "                                        token files DIR/train.tok, val.tok (bytes, or\n"
+       "                                        the ids of a tokenizer file or folder)\n",
+       false, check_prepare_data},
+      {"tokenizer",
+       "  tokenizer train INPUT... --vocab N --out PREFIX [--model-type bpe|unigram]\n"
+       "                                        train a SentencePiece tokenizer (PREFIX.model)\n"
+       "  tokenizer encode|decode PATH [--pattern gpt2|llama3|qwen2]\n"
+       "                                        text on stdin -> ids on stdout, or back\n",
+       false, check_tokenizer},
+      {"generate",
+       "  generate CHECKPOINT --prompt TEXT [--tokens N] [--tokenizer PATH] [--ids]\n"
+       "                                        greedy continuation on one process (or\n"
+       "                                        --prompt-ids 1,2,3 instead of text)\n",
+       false, check_generate},
+      {"plot", "  plot RUN_DIR [--out PNG]              draw RUN_DIR/metrics.jsonl's loss curves\n",
+       false, check_run_dir},
+      {"flight",
+       "  flight RUN_DIR                        after a timeout or failure: which rank is\n"
+       "                                        behind and where the job is stuck\n",
+       false, check_run_dir},
+      {"reshard",
+       "  reshard SRC --tensor T --pipeline P [--chunks V] [--schedule NAME] --out DST\n"
+       "                                        rewrite a checkpoint for another tp/pp layout\n"
+       "                                        (and schedule: zbv places chunks in a V)\n",
+       false, check_layout_conversion},
+      {"export",
+       "  export SRC --out FILE.safetensors     the whole model in one file (full names)\n"
+       "  export SRC --hf --out DIR [--dtype fp32|bf16] [--max-shard-mb N]\n"
+       "                                        a Hugging Face folder (config.json, safetensors)\n",
+       false, check_export},
+      {"import",
+       "  import FILE --tensor T --pipeline P [--chunks V] --out DST\n"
+       "                                        a full-model file as a checkpoint (step 0)\n"
+       "  import HF_DIR --tensor T --pipeline P --out DST [--config YAML] [--set key=value]\n"
+       "                                        a Hugging Face folder as a checkpoint (step 0)\n"
+       "                                        and DST/config.yaml to train it with\n",
+       false, check_layout_conversion},
+      {"calibrate",
+       "  calibrate CONFIG [--out FILE] [--set key=value ...]\n"
+       "                                        measure layer, link and optimizer times for\n"
+       "                                        CONFIG's model on the ranks it is launched on\n"
+       "                                        (mpirun -np N); writes a profile (default\n"
+       "                                        run.dir/profile.yaml or profile.yaml)\n",
+       true, needs_config},
+      {"plan",
+       "  plan CONFIG --world N [--nodes K] [--memory-per-rank BYTES] [--profile FILE]\n"
+       "       [--top N] [--csv] [--rank R [--groups]]\n"
+       "                                        every valid layout ranked by predicted step\n"
+       "                                        time and memory; --rank R: a dry run of one\n"
+       "                                        rank of the configured layout\n",
+       true, check_plan},
+      {"version", "  version                               print the version\n", false, nothing},
+      {"help", "  help                                  print this help\n", false, nothing},
+  };
+  return commands;
+}
+
+const CliCommand* find_command(const std::string& name) {
+  for (const CliCommand& command : cli_commands()) {
+    if (name == command.name) return &command;
+  }
+  return nullptr;
+}
+
+template <typename Table>
+std::vector<std::string> names_of(const Table& table) {
+  std::vector<std::string> names;
+  for (const auto& item : table) names.push_back(item.name);
+  return names;
+}
+
 }  // namespace
 
 std::string usage() {
-  return "usage: triax COMMAND [ARGS]\n"
-         "\n"
-         "commands:\n"
-         "  train CONFIG [--set key=value ...] [--resume DIR|latest|auto]\n"
-         "                                        train the model CONFIG describes; launch it "
-         "with\n"
-         "                                        mpirun -np N, srun --mpi=pmi2 or torchrun\n"
-         "                                        (dp = N / (tensor * pipeline))\n"
-         "  config CONFIG [--set key=value ...] [--world N]\n"
-         "                                        validate CONFIG, print it resolved and, with\n"
-         "                                        --world, the rank layout for N ranks\n"
-         "  config --describe [--markdown]        list every configuration key with its default\n"
-         "  prepare-data INPUT... --out DIR [--val-fraction F] [--tokenizer PATH] [--threads N]\n"
-         "                                        turn text files (or folders of them) into the\n"
-         "                                        token files DIR/train.tok, val.tok (bytes, or\n"
-         "                                        the ids of a tokenizer file or folder)\n"
-         "  tokenizer train INPUT... --vocab N --out PREFIX [--model-type bpe|unigram]\n"
-         "                                        train a SentencePiece tokenizer (PREFIX.model)\n"
-         "  tokenizer encode|decode PATH [--pattern gpt2|llama3|qwen2]\n"
-         "                                        text on stdin -> ids on stdout, or back\n"
-         "  generate CHECKPOINT --prompt TEXT [--tokens N] [--tokenizer PATH] [--ids]\n"
-         "                                        greedy continuation on one process (or\n"
-         "                                        --prompt-ids 1,2,3 instead of text)\n"
-         "  plot RUN_DIR [--out PNG]              draw RUN_DIR/metrics.jsonl's loss curves\n"
-         "  flight RUN_DIR                        after a timeout or failure: which rank is\n"
-         "                                        behind and where the job is stuck\n"
-         "  reshard SRC --tensor T --pipeline P [--chunks V] [--schedule NAME] --out DST\n"
-         "                                        rewrite a checkpoint for another tp/pp layout\n"
-         "                                        (and schedule: zbv places chunks in a V)\n"
-         "  export SRC --out FILE.safetensors     the whole model in one file (full names)\n"
-         "  export SRC --hf --out DIR [--dtype fp32|bf16] [--max-shard-mb N]\n"
-         "                                        a Hugging Face folder (config.json, "
-         "safetensors)\n"
-         "  import FILE --tensor T --pipeline P [--chunks V] --out DST\n"
-         "                                        a full-model file as a checkpoint (step 0)\n"
-         "  import HF_DIR --tensor T --pipeline P --out DST [--config YAML] [--set key=value]\n"
-         "                                        a Hugging Face folder as a checkpoint (step 0)\n"
-         "                                        and DST/config.yaml to train it with\n"
-         "  calibrate CONFIG [--out FILE] [--set key=value ...]\n"
-         "                                        measure layer, link and optimizer times for\n"
-         "                                        CONFIG's model on the ranks it is launched on\n"
-         "                                        (mpirun -np N); writes a profile (default\n"
-         "                                        run.dir/profile.yaml or profile.yaml)\n"
-         "  plan CONFIG --world N [--nodes K] [--memory-per-rank BYTES] [--profile FILE]\n"
-         "       [--top N] [--csv] [--rank R [--groups]]\n"
-         "                                        every valid layout ranked by predicted step\n"
-         "                                        time and memory; --rank R: a dry run of one\n"
-         "                                        rank of the configured layout\n"
-         "  version                               print the version\n"
-         "  help                                  print this help\n"
+  std::string text = "usage: triax COMMAND [ARGS]\n\ncommands:\n";
+  for (const CliCommand& command : cli_commands()) text += command.usage;
+  return text +
          "\n"
          "--set section.key=value overrides one YAML key (the value is YAML: --set "
          "model.mlp_hidden=[512,256]).\n"
-         "Example: mpirun -np 8 build/triax train configs/gpt-fortunes.yaml --set train.steps=50\n";
+         "Example: mpirun -np 8 build/triax train configs/gpt-fortunes.yaml --set "
+         "train.steps=50\n";
 }
 
 CliArgs parse_cli_args(const std::vector<std::string>& argv) {
@@ -121,105 +311,33 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
     return args;
   }
   args.command = argv[0];
-  if (std::find(kCommands.begin(), kCommands.end(), args.command) == kCommands.end()) {
-    const std::string hint = closest(args.command, kCommands);
+  const CliCommand* command = find_command(args.command);
+  if (!command) {
+    const std::vector<std::string> names = names_of(cli_commands());
+    const std::string hint = closest(args.command, names);
     throw ConfigError(str("unknown command '", args.command, "'",
                           hint.empty() ? "" : str(" (did you mean '", hint, "'?)"),
-                          "; commands: ", join(kCommands, ", "), " (see triax --help)"));
+                          "; commands: ", join(names, ", "), " (see triax --help)"));
   }
-  const bool takes_config = args.command == "train" || args.command == "config" ||
-                            args.command == "plan" || args.command == "calibrate";
   for (size_t i = 1; i < argv.size(); ++i) {
     const std::string& arg = argv[i];
-    const auto value = [&](const std::string& option) -> std::string {
-      if (i + 1 >= argv.size()) throw ConfigError(str(option, " needs a value"));
-      return argv[++i];
-    };
-    if (arg == "--set") {
-      args.overrides.push_back(value(arg));
-    } else if (arg.rfind("--set=", 0) == 0) {
-      args.overrides.push_back(arg.substr(6));
-    } else if (arg == "--world") {
-      const std::string text = value(arg);
-      char* end = nullptr;
-      const long n = std::strtol(text.c_str(), &end, 10);
-      if (text.empty() || *end != '\0' || n < 1 || n > (1 << 24)) {
-        throw ConfigError(str("--world: '", text, "' is not a positive integer"));
+    const bool inline_set = arg.rfind("--set=", 0) == 0;
+    const CliOption* option = find_option(inline_set ? "--set" : arg);
+    if (option) {
+      std::string value;
+      if (inline_set) {
+        value = arg.substr(6);
+      } else if (option->takes_value) {
+        if (i + 1 >= argv.size()) throw ConfigError(str(arg, " needs a value"));
+        value = argv[++i];
       }
-      args.world = static_cast<int>(n);
-    } else if (arg == "--nodes") {
-      args.nodes = parse_size(arg, value(arg));
-    } else if (arg == "--profile") {
-      args.profile = value(arg);
-    } else if (arg == "--memory-per-rank") {
-      args.memory_per_rank = parse_bytes(arg, value(arg));
-    } else if (arg == "--top") {
-      const std::string text = value(arg);
-      args.top = text == "0" ? 0 : parse_size(arg, text);
-    } else if (arg == "--csv") {
-      args.csv = true;
-    } else if (arg == "--rank") {
-      const std::string text = value(arg);
-      args.rank = text == "0" ? 0 : parse_size(arg, text);
-    } else if (arg == "--groups") {
-      args.groups = true;
-    } else if (arg == "--describe") {
-      args.describe = true;
-    } else if (arg == "--markdown") {
-      args.markdown = true;
-    } else if (arg == "--out") {
-      args.out = value(arg);
-    } else if (arg == "--tensor" || arg == "--pipeline" || arg == "--chunks") {
-      const int n = parse_size(arg, value(arg));
-      (arg == "--tensor" ? args.tensor : arg == "--pipeline" ? args.pipeline : args.chunks) = n;
-    } else if (arg == "--config") {
-      args.base_config = value(arg);
-    } else if (arg == "--schedule") {
-      args.schedule = value(arg);
-      ScheduleKind kind;
-      if (!parse_choice(args.schedule, &kind)) {
-        throw ConfigError(str("--schedule: '", args.schedule,
-                              "' (valid: ", join(choice_names<ScheduleKind>(), ", "), ")"));
-      }
-    } else if (arg == "--hf") {
-      args.hf = true;
-    } else if (arg == "--dtype") {
-      args.dtype = value(arg);
-      if (args.dtype != "fp32" && args.dtype != "bf16") {
-        throw ConfigError(str("--dtype: '", args.dtype, "' (valid: fp32, bf16)"));
-      }
-    } else if (arg == "--max-shard-mb") {
-      args.max_shard_mb = parse_size(arg, value(arg));
-    } else if (arg == "--tokenizer") {
-      args.tokenizer = value(arg);
-    } else if (arg == "--threads") {
-      args.threads = parse_size(arg, value(arg));
-    } else if (arg == "--pattern") {
-      args.pattern = value(arg);
-    } else if (arg == "--vocab") {
-      args.vocab_size = parse_size(arg, value(arg));
-    } else if (arg == "--model-type") {
-      args.model_type = value(arg);
-    } else if (arg == "--prompt") {
-      args.prompt = value(arg);
-    } else if (arg == "--prompt-ids") {
-      args.prompt_ids = value(arg);
-    } else if (arg == "--tokens") {
-      args.tokens = parse_size(arg, value(arg));
-    } else if (arg == "--ids") {
-      args.print_ids = true;
-    } else if (arg == "--resume") {
-      args.resume = value(arg);
-    } else if (arg == "--val-fraction") {
-      args.val_fraction = parse_fraction(arg, value(arg));
-    } else if (arg == "--help" || arg == "-h") {
-      args.command = "help";
+      option->set(args, option->name, value);
     } else if (arg.rfind("-", 0) == 0) {
-      const std::string hint = closest(arg, kOptions);
+      const std::string hint = closest(arg, names_of(cli_options()));
       throw ConfigError(str("unknown option '", arg, "'",
                             hint.empty() ? "" : str(" (did you mean '", hint, "'?)"),
                             " (see triax --help)"));
-    } else if (!takes_config) {
+    } else if (!command->takes_config) {
       args.inputs.push_back(arg);
     } else if (args.config_path.empty()) {
       args.config_path = arg;
@@ -228,56 +346,11 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
                             " takes one CONFIG file (did you forget --set?)"));
     }
   }
-  const bool needs_config = args.command == "train" || args.command == "plan" ||
-                            args.command == "calibrate" ||
-                            (args.command == "config" && !args.describe);
-  if (needs_config && args.config_path.empty()) {
-    throw ConfigError(str("triax ", args.command, " needs a CONFIG file, e.g. triax ", args.command,
-                          " configs/gpt-fortunes.yaml"));
-  }
-  if (args.command == "plan" && args.world == 0) {
-    throw ConfigError(str("triax plan needs --world N (the ranks to plan for), e.g. triax plan ",
-                          args.config_path, " --world 8"));
-  }
+  if (args.command == "help") return args;  // --help anywhere
+  command->check(args);
   if (args.rank >= 0 && args.rank >= args.world) {
     throw ConfigError(str("--rank ", args.rank, ": not a rank of --world ", args.world,
                           " (valid: 0 .. ", args.world - 1, ")"));
-  }
-  if (args.command == "prepare-data" && (args.inputs.empty() || args.out.empty())) {
-    throw ConfigError(
-        "triax prepare-data needs text files or folders and --out DIR, e.g. triax prepare-data "
-        "/usr/share/games/fortunes --out runs/tokens/fortunes");
-  }
-  if ((args.command == "reshard" || args.command == "import") &&
-      (args.inputs.size() != 1 || args.out.empty() || args.tensor == 0 || args.pipeline == 0)) {
-    throw ConfigError(
-        str("triax ", args.command, " needs ",
-            args.command == "reshard" ? "SRC_CHECKPOINT" : "FULL_MODEL.safetensors or HF_DIR",
-            " --tensor T --pipeline P --out DST_DIR"));
-  }
-  if (args.command == "export" && (args.inputs.size() != 1 || args.out.empty())) {
-    throw ConfigError(
-        "triax export needs SRC_CHECKPOINT --out FULL_MODEL.safetensors (or --hf --out DIR)");
-  }
-  if (args.command == "tokenizer") {
-    const std::string action = args.inputs.empty() ? "" : args.inputs[0];
-    if (action == "train" && (args.inputs.size() < 2 || args.out.empty())) {
-      throw ConfigError("triax tokenizer train needs INPUT... --out PREFIX [--vocab N]");
-    }
-    if ((action == "encode" || action == "decode") && args.inputs.size() != 2) {
-      throw ConfigError(str("triax tokenizer ", action, " needs one tokenizer PATH"));
-    }
-    if (action != "train" && action != "encode" && action != "decode") {
-      throw ConfigError(str("triax tokenizer '", action, "' (valid: train, encode, decode)"));
-    }
-  }
-  if (args.command == "generate" &&
-      (args.inputs.size() != 1 || (args.prompt.empty() && args.prompt_ids.empty()))) {
-    throw ConfigError("triax generate needs CHECKPOINT and --prompt TEXT (or --prompt-ids 1,2,3)");
-  }
-  if ((args.command == "plot" || args.command == "flight") && args.inputs.size() != 1) {
-    throw ConfigError(
-        str("triax ", args.command, " needs one RUN_DIR (the run.dir of a training run)"));
   }
   return args;
 }
