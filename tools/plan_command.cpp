@@ -5,19 +5,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <thread>
 
 #include "checkpoint/location.h"
 #include "checkpoint/manifest.h"
 #include "checkpoint/resume.h"
-#include "core/bf16_matmul.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/run_paths.h"
-#include "job/death_watch.h"
-#include "job/failure_policy.h"
+#include "job/job_start.h"
 #include "job/rank_table.h"
-#include "job/thread_choice.h"
 #include "parallel/comm/gather_text.h"
 #include "parallel/comm/world.h"
 #include "parallel/node_topology.h"
@@ -26,13 +22,6 @@
 #include "plan/planner.h"
 
 namespace triax {
-namespace {
-
-constexpr int kExitUsageCode = 2;
-constexpr int kExitFailureCode = 1;
-
-}  // namespace
-
 // Ranks per node as the launcher says (LOCAL_WORLD_SIZE, MPI_LOCALNRANKS, SLURM_NTASKS_PER_NODE):
 // the planner's nodes. Every rank of a uniform job reads the same.
 int launch_nodes(const LaunchEnv& launch) {
@@ -93,43 +82,23 @@ int run_plan(const CliArgs& args) {
 
 // `triax calibrate CONFIG`: every rank measures (plan/calibrate.h); rank 0 writes the profile.
 int run_calibrate(const CliArgs& args, int* argc, char*** argv) {
-  LaunchEnv launch;
-  Config config;
-  Backend backend = Backend::kMpi;
-  try {
-    launch = detect_launch(process_env());
-    log::set_prefix(str("[rank ", launch.rank, "]"));
-    log::set_is_root(launch.rank == 0);
-    config = load_config(args.config_path, args.overrides);
+  JobSteps steps;
+  steps.prepare = [&](const LaunchEnv& /*launch*/) {
+    Config config = load_config(args.config_path, args.overrides);
     check_calibration(config);
-    backend = resolve_backend(config.comm.backend, launch);
-    if (config.train.precision == Precision::kBf16) set_bf16_matmul(config.train.bf16_matmul);
-  } catch (const ConfigError& e) {
-    log::error(e.what());
-    return kExitUsageCode;
-  }
-  const std::string out = !args.out.empty()        ? args.out
-                          : config.run.dir.empty() ? std::string("profile.yaml")
-                                                   : RunPaths(config.run.dir).profile();
-  Communicator::set_timeout(static_cast<double>(config.comm.timeout_s));
-  std::unique_ptr<World> world;
-  try {
-    world = std::make_unique<World>(backend, launch, static_cast<int>(config.comm.timeout_s), argc,
-                                    argv);
-  } catch (const std::exception& e) {
-    death_watch_done();
-    log::error(e.what());
-    return kExitUsageCode;
-  }
-  try {
-    const ThreadChoice threads = choose_threads(
-        config, launch, process_env(),
-        static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), cpus_available());
-    torch::set_num_threads(threads.threads);
-    Communicator& comm = *world->communicator();
-    const std::vector<std::string> keys = all_gather_text(comm, local_node_key(launch.node_index));
+    return config;
+  };
+  steps.run = [&](World& world, const JobStart& start, const ThreadChoice& /*threads*/,
+                  RankTable& /*ranks*/) {
+    const Config& config = start.config;
+    const std::string out = !args.out.empty()        ? args.out
+                            : config.run.dir.empty() ? std::string("profile.yaml")
+                                                     : RunPaths(config.run.dir).profile();
+    Communicator& comm = *world.communicator();
+    const std::vector<std::string> keys =
+        all_gather_text(comm, local_node_key(start.launch.node_index));
     const NodeTopology nodes(keys);
-    const auto start = std::chrono::steady_clock::now();
+    const auto begin = std::chrono::steady_clock::now();
     const Profile profile = calibrate(config, comm, nodes);
     if (comm.rank() == 0) {
       if (const auto parent = std::filesystem::path(out).parent_path(); !parent.empty()) {
@@ -140,17 +109,12 @@ int run_calibrate(const CliArgs& args, int* argc, char*** argv) {
           "%s: %zu compute timings, %zu link fits, %s; %.1f s\nplan with: triax plan %s "
           "--world N --profile %s\n",
           out.c_str(), profile.compute.size(), profile.links.size(), profile.source.c_str(),
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count(),
           args.config_path.c_str(), out.c_str());
     }
     comm.barrier();
-    death_watch_done();
-  } catch (const ConfigError& e) {
-    end_job_after_error(*world, e, kExitUsageCode, launch.rank, launch.world_size, RankTable());
-  } catch (const std::exception& e) {
-    end_job_after_error(*world, e, kExitFailureCode, launch.rank, launch.world_size, RankTable());
-  }
-  return 0;
+  };
+  return run_job(steps, argc, argv);
 }
 
 }  // namespace triax

@@ -30,15 +30,13 @@
 #include "interop/full_model_file.h"
 #include "interop/hf_export.h"
 #include "interop/hf_import.h"
-#include "job/death_watch.h"
-#include "job/failure_policy.h"
 #include "job/heartbeat.h"
+#include "job/job_start.h"
 #include "job/output_check.h"
 #include "job/rank_table.h"
 #include "job/run_dir_lock.h"
 #include "job/run_outputs.h"
 #include "job/stop_signal.h"
-#include "job/thread_choice.h"
 #include "parallel/comm/world.h"
 #include "parallel/parallel_context.h"
 #include "tokenizer/sentencepiece_model.h"
@@ -52,9 +50,6 @@
 
 namespace triax {
 namespace {
-
-constexpr int kExitUsage = 2;
-constexpr int kExitFailure = 1;
 
 const auto kProcessStart = std::chrono::steady_clock::now();
 
@@ -226,61 +221,33 @@ int run_convert(const CliArgs& args) {
 }
 
 int run_train(const CliArgs& args, int* argc, char*** argv) {
-  // 1. Everything that needs no communication, on every rank alike: the run's plan.
-  LaunchEnv launch;
   std::optional<RunPlan> plan;
-  Backend backend = Backend::kMpi;
   std::optional<Manifest> checkpoint;
-  try {
-    launch = detect_launch(process_env());
-    log::set_prefix(str("[rank ", launch.rank, "]"));
-    log::set_is_root(launch.rank == 0);  // pre-communication notes once, errors on every rank
+  JobSteps steps;
+  steps.prepare = [&](const LaunchEnv& launch) {
     plan = plan_run(resolve_auto_layout(load_config(args.config_path, args.overrides),
                                         launch.world_size, launch_nodes(launch), args.resume),
                     launch.world_size);
     const std::string resume = resolve_resume_spec(args.resume, plan->config);
     if (!resume.empty()) checkpoint = read_checkpoint(resume, plan->config);
-    backend = resolve_backend(plan->config.comm.backend, launch);
-    if (plan->config.train.precision == Precision::kBf16) {
-      set_bf16_matmul(plan->config.train.bf16_matmul);  // refuses `native` where it is inexact
-    }
     check_outputs_writable(plan->config);
     check_run_dir_free(RunPaths(plan->config.run.dir).lock());  // before anything is written
-  } catch (const ConfigError& e) {
-    log::error(e.what());
-    return kExitUsage;
-  }
-  const Config& config = plan->config;
-  const RunPaths paths(config.run.dir);
-  Communicator::set_timeout(static_cast<double>(config.comm.timeout_s));
-  prepare_flight_records(paths, launch.rank, launch.world_size);
-
-  // 2. The world, and the check that it is the one the launcher announced.
-  std::unique_ptr<World> world;
-  try {
-    world = std::make_unique<World>(backend, launch, static_cast<int>(config.comm.timeout_s), argc,
-                                    argv);
-    install_stop_signals();  // again: MPI's start-up may have installed its own handlers
-    flight::install_dump_signal();
-  } catch (const std::exception& e) {
-    death_watch_done();
-    log::error(e.what());
-    return kExitUsage;
-  }
-
-  // 3. The job. From here on a failure on one rank must stop all of them
-  // (job/failure_policy.h).
-  RankTable ranks;
-  try {
-    const ThreadChoice threads = choose_threads(
-        config, launch, process_env(),
-        static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), cpus_available());
-    torch::set_num_threads(threads.threads);
-    ParallelContext context(world->communicator(), plan->layout, local_node_key(launch.node_index),
+    return plan->config;
+  };
+  steps.before_world = [&](const JobStart& start) {
+    prepare_flight_records(RunPaths(start.config.run.dir), start.launch.rank,
+                           start.launch.world_size);
+  };
+  steps.run = [&](World& world, const JobStart& start, const ThreadChoice& threads,
+                  RankTable& ranks) {
+    const Config& config = plan->config;
+    const LaunchEnv& launch = start.launch;
+    const RunPaths paths(config.run.dir);
+    ParallelContext context(world.communicator(), plan->layout, local_node_key(launch.node_index),
                             config.ddp.hierarchical);
     log::set_prefix(context.prefix());
     log::set_is_root(context.rank() == 0);
-    log::info(str("launch: ", launch.describe(), ", backend ", world->backend(), ", ",
+    log::info(str("launch: ", launch.describe(), ", backend ", world.backend(), ", ",
                   torch::get_num_threads(), " compute thread(s) per rank (", threads.source, ")"));
     if (threads.oversubscribed && launch.local_rank == 0) log::warn(threads.warning);
     if (config.train.precision == Precision::kBf16) log::info(bf16_choice().why);
@@ -302,13 +269,8 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     // nodes (UCX over TCP) hangs when some ranks reach it seconds before the others.
     heartbeat.stop();
     context.world().barrier();
-    death_watch_done();
-  } catch (const ConfigError& e) {
-    end_job_after_error(*world, e, kExitUsage, launch.rank, launch.world_size, ranks);
-  } catch (const std::exception& e) {
-    end_job_after_error(*world, e, kExitFailure, launch.rank, launch.world_size, ranks);
-  }
-  return 0;
+  };
+  return run_job(steps, argc, argv);
 }
 
 }  // namespace
