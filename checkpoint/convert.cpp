@@ -7,10 +7,10 @@
 #include "core/crc32.h"
 #include "core/error.h"
 #include "core/safetensors.h"
-#include "core/stage_placement.h"
 #include "core/strings.h"
 #include "models/model_spec.h"
 #include "parallel/tp/shard_spec.h"
+#include "schedules/stage_placement.h"
 
 namespace triax {
 namespace {
@@ -77,15 +77,16 @@ FullModelState read_full_state(const Manifest& manifest) {
   // full name -> (lowest stage holding it, its shard per tp rank). A tied embedding's copy on the
   // last stage equals the first stage's; the first is taken.
   std::map<std::string, std::pair<int64_t, std::vector<torch::Tensor>>> found;
+  const StagePlacement placement =
+      StagePlacement::of(manifest.config.schedule.name, static_cast<int>(manifest.pipeline),
+                         static_cast<int>(manifest.chunks_per_rank));
   for (const ShardEntry& shard : manifest.shards) {
     const SafetensorsFile file = load_safetensors(shard.file);
     for (const auto& [key, tensor] : file.tensors) {
       const StateName name = StateName::parse(key);
       // Dropout streams belong to a (stage, tp rank) position; another layout starts new ones.
       if (name.rng) continue;
-      const int64_t stage = stage_of_chunk(static_cast<int>(shard.pipeline_rank), name.chunk,
-                                           static_cast<int>(manifest.pipeline),
-                                           v_shaped(manifest.config.schedule.name));
+      const int64_t stage = placement.stage_of(static_cast<int>(shard.pipeline_rank), name.chunk);
       auto& entry = found[name.in_chunk(StateName::kNoChunk).str()];
       if (entry.second.empty() || stage < entry.first) {
         entry = {stage, std::vector<torch::Tensor>(static_cast<size_t>(manifest.tensor))};
@@ -127,7 +128,8 @@ std::string write_sharded_checkpoint(const Config& source_config, int64_t step,
   config.parallel.data = 0;
   config.schedule.chunks_per_rank = chunks_per_rank;
   config.schedule.name = schedule_for_chunks(config.schedule.name, chunks_per_rank);
-  const bool v = v_shaped(config.schedule.name);
+  const StagePlacement placement =
+      StagePlacement::of(config.schedule.name, pipeline, chunks_per_rank);
   config.schedule.layer_boundaries.clear();  // balanced over the new stages
   const ModelSpec& spec = model_spec(config.model.arch);
   spec.check_layout(config);
@@ -155,7 +157,7 @@ std::string write_sharded_checkpoint(const Config& source_config, int64_t step,
       SafetensorsFile shard;
       shard.metadata = {{"format", "triax-checkpoint-shard"}, {"step", std::to_string(step)}};
       for (int c = 0; c < chunks_per_rank; ++c) {
-        const int stage = stage_of_chunk(pp, c, pipeline, v);
+        const int stage = placement.stage_of(pp, c);
         // The chunk as training builds it gives the names, shapes and splits; it is dropped
         // before any tensor is copied, so the writer holds one shard plus one full tensor.
         std::vector<std::pair<std::string, std::vector<int64_t>>> parameters;

@@ -4,9 +4,9 @@
 
 #include "checkpoint/location.h"
 #include "core/error.h"
-#include "core/stage_placement.h"
 #include "core/strings.h"
 #include "models/model_spec.h"
+#include "schedules/stage_placement.h"
 
 namespace triax {
 
@@ -54,15 +54,18 @@ Manifest read_checkpoint(const std::string& spec, const Config& config) {
         m.dir, " --tensor ", config.parallel.tensor, " --pipeline ", config.parallel.pipeline,
         " --out NEW_DIR"));
   }
-  if (v_shaped(m.config.schedule.name) != v_shaped(config.schedule.name)) {
-    throw ConfigError(str(
-        "--resume ", spec, ": the checkpoint places its chunks ",
-        v_shaped(m.config.schedule.name) ? "in a V (schedule.name: zbv)" : "in a loop",
-        ", this run's schedule.name: ", config.schedule.name, " places them ",
-        v_shaped(config.schedule.name) ? "in a V" : "in a loop", " (valid: schedule.name: ",
-        m.config.schedule.name, "; or convert it first: triax reshard ", m.dir, " --tensor ",
-        config.parallel.tensor, " --pipeline ", config.parallel.pipeline, " --chunks ",
-        config.schedule.chunks_per_rank, " --schedule ", config.schedule.name, " --out NEW_DIR)"));
+  const PlacementShape saved = placement_shape(m.config.schedule.name);
+  const PlacementShape wanted = placement_shape(config.schedule.name);
+  if (saved != wanted) {
+    const auto where = [](ScheduleKind kind) { return StagePlacement::of(kind, 1, 1).describe(); };
+    throw ConfigError(
+        str("--resume ", spec, ": the checkpoint places its chunks ", where(m.config.schedule.name),
+            saved == PlacementShape::kV ? " (schedule.name: zbv)" : "",
+            ", this run's schedule.name: ", config.schedule.name, " places them ",
+            where(config.schedule.name), " (valid: schedule.name: ", m.config.schedule.name,
+            "; or convert it first: triax reshard ", m.dir, " --tensor ", config.parallel.tensor,
+            " --pipeline ", config.parallel.pipeline, " --chunks ", config.schedule.chunks_per_rank,
+            " --schedule ", config.schedule.name, " --out NEW_DIR)"));
   }
   return m;
 }

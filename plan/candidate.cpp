@@ -110,8 +110,7 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
         hier = {Hierarchical::kFalse, Hierarchical::kTrue};
       for (const Shape& shape : shapes) {
         if (constraints.chunks > 0 && shape.chunks != constraints.chunks) continue;
-        if (constraints.v_shape >= 0 &&
-            (shape.kind == ScheduleKind::kZbv) != (constraints.v_shape == 1)) {
+        if (constraints.placement && placement_shape(shape.kind) != *constraints.placement) {
           continue;
         }
         for (int b : divisors(per_dp)) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,11 +42,11 @@ struct Candidate {
 
 /// What a plan must keep (a checkpoint's tp, pp and stage placement when resuming).
 struct PlanConstraints {
-  int tp = 0;          ///< 0 = any
-  int pp = 0;          ///< 0 = any
-  int chunks = 0;      ///< 0 = any
-  int v_shape = -1;    ///< -1 = any; 0 = loop placement; 1 = V (zbv)
-  std::string reason;  ///< why (printed with the plan)
+  int tp = 0;                               ///< 0 = any
+  int pp = 0;                               ///< 0 = any
+  int chunks = 0;                           ///< 0 = any
+  std::optional<PlacementShape> placement;  ///< none = any
+  std::string reason;                       ///< why (printed with the plan)
 };
 
 /// Every valid candidate for `world` ranks on `nodes` nodes (ranks in equal consecutive blocks);

@@ -74,15 +74,16 @@ std::string Schedule::table() const {
   return out.str();
 }
 
-Schedule with_communication(const std::string& name, int stages, int microbatches, int chunks,
-                            const std::vector<std::vector<Action>>& compute, bool v_shape) {
+Schedule with_communication(const std::string& name, const StagePlacement& placement,
+                            int microbatches, const std::vector<std::vector<Action>>& compute) {
   Schedule schedule;
   schedule.name = name;
-  schedule.stages = stages;
+  schedule.stages = placement.ranks();
   schedule.microbatches = microbatches;
-  schedule.chunks = chunks;
-  schedule.v_shape = v_shape;
-  const int last = stages * chunks - 1;
+  schedule.chunks = placement.chunks();
+  schedule.shape = placement.shape();
+  const int stages = placement.ranks();
+  const int last = placement.stages() - 1;
   for (int r = 0; r < stages; ++r) {
     std::vector<Action> actions;
     for (const Action& a : compute[static_cast<size_t>(r)]) {
@@ -115,10 +116,12 @@ Schedule gpipe(int stages, int microbatches) {
     for (int i = 0; i < microbatches; ++i) actions.push_back(forward(0, i));
     for (int i = 0; i < microbatches; ++i) actions.push_back(backward(0, i));
   }
-  return with_communication("gpipe", stages, microbatches, 1, compute);
+  return with_communication("gpipe", StagePlacement::of(ScheduleKind::kGpipe, stages, 1),
+                            microbatches, compute);
 }
 
-Schedule forward_only(int stages, int microbatches, int chunks, bool v_shape) {
+Schedule forward_only(const StagePlacement& placement, int microbatches) {
+  const int stages = placement.ranks(), chunks = placement.chunks();
   check_sizes(stages, microbatches, chunks);
   std::vector<std::vector<Action>> compute(static_cast<size_t>(stages));
   for (auto& actions : compute) {
@@ -126,8 +129,7 @@ Schedule forward_only(int stages, int microbatches, int chunks, bool v_shape) {
       for (int i = 0; i < microbatches; ++i) actions.push_back(forward(c, i));
     }
   }
-  Schedule schedule =
-      with_communication("forward-only", stages, microbatches, chunks, compute, v_shape);
+  Schedule schedule = with_communication("forward-only", placement, microbatches, compute);
   schedule.backward = false;
   return schedule;
 }
@@ -147,7 +149,8 @@ Schedule one_f_one_b(int stages, int microbatches) {
     }
     while (next_backward < microbatches) actions.push_back(backward(0, next_backward++));
   }
-  Schedule schedule = with_communication("1f1b", stages, microbatches, 1, compute);
+  Schedule schedule = with_communication("1f1b", StagePlacement::of(ScheduleKind::k1F1B, stages, 1),
+                                         microbatches, compute);
   for (int r = 0; r < stages; ++r)
     schedule.in_flight_bound.push_back(std::min(stages - r, microbatches));
   return schedule;
@@ -181,7 +184,9 @@ Schedule interleaved_one_f_one_b(int stages, int microbatches, int chunks) {
     }
     while (b < total) actions.push_back(backward_of(b++));
   }
-  return with_communication("interleaved", stages, microbatches, chunks, compute);
+  return with_communication("interleaved",
+                            StagePlacement::of(ScheduleKind::kInterleaved, stages, chunks),
+                            microbatches, compute);
 }
 
 Schedule zero_bubble_h1(int stages, int microbatches) {
@@ -215,7 +220,8 @@ Schedule zero_bubble_h1(int stages, int microbatches) {
     }
     for (int mb : pending) actions.push_back(weight_grad(0, mb));
   }
-  Schedule schedule = with_communication("zbh1", stages, microbatches, 1, compute);
+  Schedule schedule = with_communication("zbh1", StagePlacement::of(ScheduleKind::kZbh1, stages, 1),
+                                         microbatches, compute);
   schedule.in_flight_bound.assign(static_cast<size_t>(stages), std::min(stages, microbatches));
   return schedule;
 }
@@ -228,6 +234,7 @@ Schedule zero_bubble_v(int stages, int microbatches) {
   // micro-batches turn at the V's bottom) while fewer than 2p are in flight, else its oldest
   // pending weight pass.
   const int p = stages, m = microbatches, last = 2 * p - 1, limit = 2 * p;
+  const StagePlacement placement = StagePlacement::of(ScheduleKind::kZbv, p, 2);
   std::vector<std::vector<int>> forward_end(2 * p, std::vector<int>(m, -1));
   std::vector<std::vector<int>> input_end(2 * p, std::vector<int>(m, -1));
   std::vector<int> next_forward(2 * p, 0), next_input(2 * p, 0), live(p, 0);
@@ -240,7 +247,7 @@ Schedule zero_bubble_v(int stages, int microbatches) {
     for (int r = 0; r < p; ++r) {
       Action chosen{ActionKind::kSendGrad, -1, -1, -1};  // none yet
       for (int c : {0, 1}) {                             // input gradients, the earlier chunk first
-        const int s = stage_of_chunk(r, c, p, true), k = next_input[s];
+        const int s = placement.stage_of(r, c), k = next_input[s];
         if (k < m && done(forward_end[s][k], t) && (s == last || done(input_end[s + 1][k], t))) {
           chosen = input_grad(c, k);
           break;
@@ -248,7 +255,7 @@ Schedule zero_bubble_v(int stages, int microbatches) {
       }
       if (chosen.chunk < 0 && live[r] < limit) {
         for (int c : {1, 0}) {  // forwards, the later chunk first
-          const int s = stage_of_chunk(r, c, p, true), k = next_forward[s];
+          const int s = placement.stage_of(r, c), k = next_forward[s];
           if (k < m && (s == 0 || done(forward_end[s - 1][k], t))) {
             chosen = forward(c, k);
             break;
@@ -260,7 +267,7 @@ Schedule zero_bubble_v(int stages, int microbatches) {
         pending[r].pop_front();
       }
       if (chosen.chunk < 0) continue;  // idle this step
-      const int s = stage_of_chunk(r, chosen.chunk, p, true);
+      const int s = placement.stage_of(r, chosen.chunk);
       if (chosen.kind == ActionKind::kForward) {
         forward_end[s][chosen.microbatch] = t + 1;
         ++next_forward[s];
@@ -276,7 +283,7 @@ Schedule zero_bubble_v(int stages, int microbatches) {
       --remaining;
     }
   }
-  Schedule schedule = with_communication("zbv", stages, microbatches, 2, compute, /*v_shape=*/true);
+  Schedule schedule = with_communication("zbv", placement, microbatches, compute);
   schedule.in_flight_bound.assign(static_cast<size_t>(p), limit);
   return schedule;
 }

@@ -7,23 +7,23 @@
 //
 // Stages: the model is cut into p * v chunks (stages) s = 0 .. p*v-1; rank r holds chunks
 // c = 0 .. v-1, which are stages s = c * p + r (loop placement; v = 1: stage = rank) or, for
-// ZB-V, a V (core/stage_placement.h). A micro-batch's activation flows s -> s+1 in forward, its
-// gradient s+1 -> s in backward.
-// A backward is either one action (B) or, in the zero-bubble schedules, two: I, the input
-// gradient (on the critical path to the previous stage), and W, the weight gradients, which the
-// schedule places later to fill what would be idle time (schedules/split_backward.h).
-// Communication actions are derived from the compute order: a forward of stage s > 0 is
-// preceded by a receive of its activation, and followed (s < last) by a send; a backward (B or
-// I) of stage s < last is preceded by a receive of its gradient, and followed (s > 0) by a send.
-// W communicates nothing. Sends never block (they are completed at the end of the step), so
-// only receives wait. A message between two stages on the same rank (ZB-V's turn) stays local.
+// ZB-V, a V (schedules/stage_placement.h). A micro-batch's activation flows s -> s+1 in forward,
+// its gradient s+1 -> s in backward. A backward is either one action (B) or, in the zero-bubble
+// schedules, two: I, the input gradient (on the critical path to the previous stage), and W, the
+// weight gradients, which the schedule places later to fill what would be idle time
+// (schedules/split_backward.h). Communication actions are derived from the compute order: a forward
+// of stage s > 0 is preceded by a receive of its activation, and followed (s < last) by a send; a
+// backward (B or I) of stage s < last is preceded by a receive of its gradient, and followed (s >
+// 0) by a send. W communicates nothing. Sends never block (they are completed at the end of the
+// step), so only receives wait. A message between two stages on the same rank (ZB-V's turn) stays
+// local.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "core/config_choices.h"
-#include "core/stage_placement.h"
+#include "schedules/stage_placement.h"
 
 namespace triax {
 
@@ -58,24 +58,25 @@ struct Action {
 
 struct Schedule {
   std::string name;
-  int stages = 1;                          ///< pipeline ranks p
-  int microbatches = 1;                    ///< m
-  int chunks = 1;                          ///< chunks per rank v
-  std::vector<std::vector<Action>> ranks;  ///< per pipeline rank, in order
-  bool backward = true;                    ///< false: forwards only (evaluation, generation)
-  bool v_shape = false;                    ///< chunks placed in a V (ZB-V), else in a loop
+  int stages = 1;                                ///< pipeline ranks p
+  int microbatches = 1;                          ///< m
+  int chunks = 1;                                ///< chunks per rank v
+  std::vector<std::vector<Action>> ranks;        ///< per pipeline rank, in order
+  bool backward = true;                          ///< false: forwards only (evaluation, generation)
+  PlacementShape shape = PlacementShape::kLoop;  ///< how chunks are placed (set with the actions)
   /// Per rank, the most (chunk, micro-batch) activations the schedule claims to hold at once
   /// (check_schedule verifies it); empty: no claim.
   std::vector<int> in_flight_bound;
 
-  int stage_of(int rank, int chunk) const { return stage_of_chunk(rank, chunk, stages, v_shape); }
-  int rank_of(int stage) const { return rank_of_stage(stage, stages, v_shape); }
+  StagePlacement placement() const { return StagePlacement(shape, stages, chunks); }
+  int stage_of(int rank, int chunk) const { return placement().stage_of(rank, chunk); }
+  int rank_of(int stage) const { return placement().rank_of(stage); }
   /// The rank computing the loss (the last stage's).
   int loss_rank() const { return rank_of(total_stages() - 1); }
   bool operator==(const Schedule& other) const {
     return name == other.name && stages == other.stages && microbatches == other.microbatches &&
            chunks == other.chunks && ranks == other.ranks && backward == other.backward &&
-           v_shape == other.v_shape && in_flight_bound == other.in_flight_bound;
+           shape == other.shape && in_flight_bound == other.in_flight_bound;
   }
   int total_stages() const { return stages * chunks; }
   /// Rank x time-slot table of the compute actions ("F0" = forward of micro-batch 0, "B1c1" =
@@ -103,8 +104,8 @@ Schedule zero_bubble_v(int stages, int microbatches);
 
 /// Forwards only, for evaluation and generation: each rank runs its chunks in order, every
 /// micro-batch of a chunk before the next chunk (stage order, so it cannot deadlock), placed as
-/// the training schedule places them (`v_shape`).
-Schedule forward_only(int stages, int microbatches, int chunks, bool v_shape = false);
+/// the training schedule places them (`placement`: Schedule::placement()).
+Schedule forward_only(const StagePlacement& placement, int microbatches);
 
 /// schedule.name's schedule; throws ConfigError naming schedule.* keys when the
 /// combination is not supported.
@@ -112,8 +113,9 @@ Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chun
 /// The same by YAML spelling (benchmarks, tests); throws ConfigError for an unknown name.
 Schedule make_schedule(const std::string& name, int stages, int microbatches, int chunks);
 
-/// Inserts the send/receive actions implied by each rank's compute order (see above).
-Schedule with_communication(const std::string& name, int stages, int microbatches, int chunks,
-                            const std::vector<std::vector<Action>>& compute, bool v_shape = false);
+/// Inserts the send/receive actions implied by each rank's compute order (see above), its
+/// stages placed by `placement`.
+Schedule with_communication(const std::string& name, const StagePlacement& placement,
+                            int microbatches, const std::vector<std::vector<Action>>& compute);
 
 }  // namespace triax

@@ -40,7 +40,7 @@ Config resolve_auto_layout(const Config& config, int world, int nodes, const std
     constraints.tp = static_cast<int>(manifest.tensor);
     constraints.pp = static_cast<int>(manifest.pipeline);
     constraints.chunks = static_cast<int>(manifest.chunks_per_rank);
-    constraints.v_shape = manifest.config.schedule.name == ScheduleKind::kZbv ? 1 : 0;
+    constraints.placement = placement_shape(manifest.config.schedule.name);
     constraints.reason = str("tp ", manifest.tensor, ", pp ", manifest.pipeline, " and ",
                              manifest.chunks_per_rank, " chunk(s) per rank of the checkpoint ",
                              manifest.dir, " (another layout: triax reshard it first)");

@@ -36,9 +36,7 @@ std::string generate_text(Trainer& trainer, ParallelContext& context, const Conf
   std::vector<std::unique_ptr<ModelChunk>>& chunks = trainer.chunks();
   for (auto& chunk : chunks) chunk->module().eval();
   PipelineExecutor executor(context.pp(), {1, seq, config.model.hidden});
-  const Schedule schedule =
-      forward_only(context.pp_size(), 1, static_cast<int>(trainer.schedule().chunks),
-                   trainer.schedule().v_shape);
+  const Schedule schedule = forward_only(trainer.schedule().placement(), 1);
   // The same stream on every tp rank of the last stage, so they pick the same token.
   torch::Generator generator =
       at::detail::createCPUGenerator(static_cast<uint64_t>(config.train.seed) + 7919);

@@ -57,9 +57,9 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     grads_.syncs.push_back(ddp_.back().get());
   }
   grads_.tp = &context_.tp();
-  // In a V both copies of a tied embedding are on pipeline rank 0 (first and last stage): their
-  // sum is local, and the embedding group (first and last pipeline rank) is not used.
-  grads_.embedding = schedule_.v_shape ? nullptr : context_.embedding();
+  // Where the first and last stage share a rank (one pipeline rank, or a V) both copies of a tied
+  // embedding are there: their sum is local, and the embedding group is not used.
+  grads_.embedding = schedule_.placement().ends_on_one_rank() ? nullptr : context_.embedding();
   optimizer_ = make_optimizer(config_, params_, grads_.syncs, dp, context_.model_parallel());
   // Parameters counted once over the model: the ones the gradient norm counts, sharded ones
   // scaled from padded to real size, summed over one dp replica.
@@ -102,9 +102,7 @@ StageFunctions Trainer::stage_functions(const Batch& local, int microbatches, bo
 const Schedule& Trainer::eval_schedule(int microbatches) {
   auto it = eval_schedules_.find(microbatches);
   if (it == eval_schedules_.end()) {
-    it = eval_schedules_
-             .emplace(microbatches, forward_only(context_.pp_size(), microbatches, schedule_.chunks,
-                                                 schedule_.v_shape))
+    it = eval_schedules_.emplace(microbatches, forward_only(schedule_.placement(), microbatches))
              .first;
   }
   return it->second;

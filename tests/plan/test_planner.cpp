@@ -128,7 +128,7 @@ TEST_CASE("interleaved schedules come with 2, 4 and 8 virtual stages where layer
 
 TEST_CASE("enumeration keeps a resumed checkpoint's tp, pp and placement", "[planner]") {
   PlanConstraints keep;
-  keep.tp = 2, keep.pp = 2, keep.chunks = 2, keep.v_shape = 1;
+  keep.tp = 2, keep.pp = 2, keep.chunks = 2, keep.placement = PlacementShape::kV;
   const std::vector<Candidate> all = enumerate_candidates(tiny(), 8, 1, keep);
   REQUIRE(!all.empty());
   for (const Candidate& k : all) {

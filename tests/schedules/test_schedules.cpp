@@ -182,7 +182,7 @@ TEST_CASE("a trace becomes Chrome trace events and a measured bubble", "[schedul
 TEST_CASE("forward-only schedules are valid and hold no backward", "[schedule]") {
   for (int p : {1, 2, 4}) {
     for (int v : {1, 2}) {
-      const Schedule s = forward_only(p, 3, v);
+      const Schedule s = forward_only(StagePlacement(PlacementShape::kLoop, p, v), 3);
       CHECK_NOTHROW(check_schedule(s));
       CHECK(simulate(s).finished);
       for (const auto& actions : s.ranks) {
@@ -195,7 +195,7 @@ TEST_CASE("forward-only schedules are valid and hold no backward", "[schedule]")
   mixed.backward = false;
   CHECK_THROWS_WITH(check_schedule(mixed),
                     Catch::Contains("has a backward in a forward-only schedule"));
-  Schedule missing = forward_only(2, 2, 1);
+  Schedule missing = forward_only(StagePlacement(PlacementShape::kLoop, 2, 1), 2);
   missing.backward = true;
   CHECK_THROWS_WITH(check_schedule(missing), Catch::Contains("lacks its backward"));
 }
