@@ -1,8 +1,5 @@
 #include "job/heartbeat.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -24,6 +21,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "job/death_watch.h"
+#include "job/line_socket.h"
 #include "parallel/comm/gather_text.h"
 
 namespace triax {
@@ -54,100 +52,6 @@ struct Peer {
   std::string action = "nothing recorded";
   bool gone = false;  // said goodbye
 };
-
-void send_line(int fd, const std::string& line) {
-  const std::string text = line + "\n";
-  // MSG_NOSIGNAL: a peer that vanished must not take this process with it (SIGPIPE).
-  [[maybe_unused]] const ssize_t n =
-      ::send(fd, text.data(), text.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-}
-
-std::vector<std::string> ipv4_addresses() {
-  std::vector<std::string> out;
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return out;
-  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
-    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
-    char text[INET_ADDRSTRLEN];
-    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
-    if (::inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text)) == nullptr) continue;
-    if (std::string(text).rfind("127.", 0) == 0) continue;
-    out.push_back(text);
-  }
-  ::freeifaddrs(list);
-  return out;
-}
-
-int listen_any(int* port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw Error(str("heartbeat: socket: ", std::strerror(errno)));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::listen(fd, 1024) != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const std::string why = std::strerror(errno);
-    ::close(fd);
-    throw Error(str("heartbeat: cannot listen on a TCP port: ", why));
-  }
-  *port = ntohs(addr.sin_port);
-  return fd;
-}
-
-// A connection to address:port within `seconds`, or -1.
-int connect_to(const std::string& address, int port, double seconds) {
-  const Clock::time_point start = Clock::now();
-  while (since(start) < seconds) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    if (::inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1) {
-      ::close(fd);
-      return -1;
-    }
-    ::fcntl(fd, F_SETFL, O_NONBLOCK);
-    int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    if (rc != 0 && errno == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      const int waited = ::poll(&p, 1, 2000);
-      int error = 0;
-      socklen_t len = sizeof(error);
-      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
-      rc = (waited == 1 && error == 0) ? 0 : -1;
-    }
-    if (rc == 0) return fd;
-    ::close(fd);
-    ::usleep(200 * 1000);
-  }
-  return -1;
-}
-
-// Reads what is there; returns false when the peer closed the connection (or it broke).
-// The lines read come out even when the connection then closed (a goodbye and the close
-// arrive together).
-bool receive(Peer& peer, std::vector<std::string>* lines) {
-  char chunk[4096];
-  bool open = true;
-  for (;;) {
-    const ssize_t n = ::recv(peer.fd, chunk, sizeof(chunk), MSG_DONTWAIT);
-    if (n > 0) {
-      peer.buffer.append(chunk, static_cast<size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    open = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-    break;
-  }
-  for (size_t end; (end = peer.buffer.find('\n')) != std::string::npos;) {
-    lines->push_back(peer.buffer.substr(0, end));
-    peer.buffer.erase(0, end + 1);
-  }
-  return open;
-}
 
 std::string flat(std::string text) {
   for (char& c : text) {
@@ -337,7 +241,7 @@ struct Heartbeat::State {
   // Reads a peer's lines; false when its connection closed.
   bool hear(Peer& p) {
     std::vector<std::string> lines;
-    const bool open = receive(p, &lines);
+    const bool open = receive_lines(p.fd, p.buffer, &lines);
     for (const std::string& line : lines) {
       const HeartbeatMessage m = parse_heartbeat_line(line);
       if (m.kind == 'B') {
@@ -424,12 +328,77 @@ std::mutex g_current_mutex;
 std::weak_ptr<Heartbeat::State> g_current;
 }  // namespace
 
+namespace {
+
+// Rank 0: every other rank connects to `listener` and says who it is ("H RANK"); their peers.
+std::vector<Peer> accept_peers(int listener, int port, int others) {
+  std::vector<Peer> peers;
+  const Clock::time_point start = Clock::now();
+  const double deadline = std::max(30.0, Communicator::timeout());
+  while (static_cast<int>(peers.size()) < others) {
+    pollfd p{listener, POLLIN, 0};
+    if (since(start) > deadline) {
+      ::close(listener);
+      throw Error(str("heartbeat: only ", peers.size(), " of ", others,
+                      " ranks reached rank 0's heartbeat port ", port, " within ",
+                      one_decimal(deadline), " s (a firewall? comm.heartbeat_s: 0 runs without)"));
+    }
+    if (::poll(&p, 1, 200) != 1) continue;
+    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    Peer peer;
+    peer.fd = fd;
+    // The hello: "H RANK".
+    const Clock::time_point hello = Clock::now();
+    std::vector<std::string> lines;
+    while (lines.empty() && since(hello) < 10) {
+      pollfd q{fd, POLLIN, 0};
+      ::poll(&q, 1, 200);
+      if (!receive_lines(peer.fd, peer.buffer, &lines)) break;
+    }
+    if (lines.empty() || lines[0].rfind("H ", 0) != 0) {
+      ::close(fd);
+      continue;
+    }
+    peer.rank = std::atoi(lines[0].c_str() + 2);
+    peer.heard = Clock::now();
+    peers.push_back(std::move(peer));
+  }
+  ::close(listener);
+  return peers;
+}
+
+// Any other rank: its connection to rank 0 (over loopback on rank 0's host, else one of the
+// addresses rank 0 offered), after its hello.
+Peer connect_to_rank0(int rank, int port, const std::vector<std::string>& addresses,
+                      const std::string& host0) {
+  int fd = -1;
+  for (const std::string& a : addresses) {
+    if ((fd = connect_to(a, port, 10)) >= 0) break;
+  }
+  if (fd < 0) {
+    throw Error(str("heartbeat: rank ", rank, " cannot reach rank 0's heartbeat port ", port,
+                    " on ", host0, " (tried ", join(addresses, ", "),
+                    "; comm.heartbeat_s: 0 runs without a heartbeat)"));
+  }
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  Peer peer;
+  peer.fd = fd;
+  peer.rank = 0;
+  send_line(fd, str("H ", rank));
+  return peer;
+}
+
+}  // namespace
+
 Heartbeat::Heartbeat(Communicator& world, const RankTable& table, double lost_after_s) {
   if (lost_after_s <= 0 || world.size() < 2) return;
   auto state = std::make_shared<State>();
   state->rank = world.rank();
   state->lost_after_s = lost_after_s;
   state->table = table;
+  // Rank 0 listens and offers its port and addresses to every rank.
   int port = 0;
   int listener = -1;
   std::string offer;
@@ -444,40 +413,7 @@ Heartbeat::Heartbeat(Communicator& world, const RankTable& table, double lost_af
       world.rank() < static_cast<int>(table.size()) ? table[world.rank()].host : "";
   const std::string host0 = table.empty() ? "" : table[0].host;
   if (world.rank() == 0) {
-    // Every other rank connects and says who it is.
-    const Clock::time_point start = Clock::now();
-    const double deadline = std::max(30.0, Communicator::timeout());
-    while (static_cast<int>(state->peers.size()) < world.size() - 1) {
-      pollfd p{listener, POLLIN, 0};
-      if (since(start) > deadline) {
-        ::close(listener);
-        throw Error(str("heartbeat: only ", state->peers.size(), " of ", world.size() - 1,
-                        " ranks reached rank 0's heartbeat port ", port, " within ",
-                        one_decimal(deadline),
-                        " s (a firewall? comm.heartbeat_s: 0 runs without)"));
-      }
-      if (::poll(&p, 1, 200) != 1) continue;
-      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      Peer peer;
-      peer.fd = fd;
-      // The hello: "H RANK".
-      const Clock::time_point hello = Clock::now();
-      std::vector<std::string> lines;
-      while (lines.empty() && since(hello) < 10) {
-        pollfd q{fd, POLLIN, 0};
-        ::poll(&q, 1, 200);
-        if (!receive(peer, &lines)) break;
-      }
-      if (lines.empty() || lines[0].rfind("H ", 0) != 0) {
-        ::close(fd);
-        continue;
-      }
-      peer.rank = std::atoi(lines[0].c_str() + 2);
-      peer.heard = Clock::now();
-      state->peers.push_back(std::move(peer));
-    }
-    ::close(listener);
+    state->peers = accept_peers(listener, port, world.size() - 1);
   } else {
     std::vector<std::string> addresses;
     if (my_host == host0) {
@@ -485,22 +421,7 @@ Heartbeat::Heartbeat(Communicator& world, const RankTable& table, double lost_af
     } else if (parts.size() > 1) {
       addresses = split(parts[1], ',');
     }
-    int fd = -1;
-    for (const std::string& a : addresses) {
-      if ((fd = connect_to(a, port, 10)) >= 0) break;
-    }
-    if (fd < 0) {
-      throw Error(str("heartbeat: rank ", world.rank(), " cannot reach rank 0's heartbeat port ",
-                      port, " on ", host0, " (tried ", join(addresses, ", "),
-                      "; comm.heartbeat_s: 0 runs without a heartbeat)"));
-    }
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    Peer peer;
-    peer.fd = fd;
-    peer.rank = 0;
-    send_line(fd, str("H ", world.rank()));
-    state->peers.push_back(std::move(peer));
+    state->peers.push_back(connect_to_rank0(world.rank(), port, addresses, host0));
   }
   for (Peer& p : state->peers) p.heard = Clock::now();
   state_ = state;
