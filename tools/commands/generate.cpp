@@ -1,7 +1,10 @@
-#include "tools/generate_command.h"
+// `triax generate CHECKPOINT --prompt TEXT`: greedy continuation on one process.
+#include "tools/commands/command.h"
 
 #include <cstdio>
+#include <vector>
 
+#include "checkpoint/convert.h"
 #include "checkpoint/resume.h"
 #include "core/autocast_scope.h"
 #include "core/bf16_matmul.h"
@@ -15,6 +18,9 @@
 
 namespace triax {
 
+namespace {
+
+// The prompt and `count` greedy tokens after it, by the whole model on one process.
 std::vector<int64_t> greedy_continuation(const FullModelState& state,
                                          const std::vector<int64_t>& prompt, int64_t count) {
   const Config& config = state.config;
@@ -42,7 +48,9 @@ std::vector<int64_t> greedy_continuation(const FullModelState& state,
   return tokens;
 }
 
-int run_generate(const CliArgs& args) {
+}  // namespace
+
+int run_generate(const CliArgs& args, int* /*argc*/, char*** /*argv*/) {
   MpiRuntime mpi(nullptr,
                  nullptr);  // one process: MPI's self communicator for the model's tp group
   const Manifest manifest = open_checkpoint(args.inputs[0], args.inputs[0]);

@@ -1,0 +1,86 @@
+// `triax train CONFIG`: the job (job/job_start.h), its plan and the training loop.
+#include "tools/commands/command.h"
+
+#include <chrono>
+#include <optional>
+
+#include "checkpoint/location.h"
+#include "checkpoint/resume.h"
+#include "core/bf16_matmul.h"
+#include "core/flight_recorder.h"
+#include "core/log.h"
+#include "core/run_paths.h"
+#include "core/strings.h"
+#include "job/heartbeat.h"
+#include "job/job_start.h"
+#include "job/output_check.h"
+#include "job/rank_table.h"
+#include "job/run_dir_lock.h"
+#include "job/run_outputs.h"
+#include "parallel/parallel_context.h"
+#include "tools/auto_layout.h"
+#include "train/run_plan.h"
+#include "train/training.h"
+
+namespace triax {
+
+namespace {
+
+const auto kProcessStart = std::chrono::steady_clock::now();
+
+}  // namespace
+
+int run_train(const CliArgs& args, int* argc, char*** argv) {
+  std::optional<RunPlan> plan;
+  std::optional<Manifest> checkpoint;
+  JobSteps steps;
+  steps.prepare = [&](const LaunchEnv& launch) {
+    plan = plan_run(resolve_auto_layout(load_config(args.config_path, args.overrides),
+                                        launch.world_size, launch_nodes(launch), args.resume),
+                    launch.world_size);
+    const std::string resume = resolve_resume_spec(args.resume, plan->config);
+    if (!resume.empty()) checkpoint = read_checkpoint(resume, plan->config);
+    check_outputs_writable(plan->config);
+    check_run_dir_free(RunPaths(plan->config.run.dir).lock());  // before anything is written
+    return plan->config;
+  };
+  steps.before_world = [&](const JobStart& start) {
+    prepare_flight_records(RunPaths(start.config.run.dir), start.launch.rank,
+                           start.launch.world_size);
+  };
+  steps.run = [&](World& world, const JobStart& start, const ThreadChoice& threads,
+                  RankTable& ranks) {
+    const Config& config = plan->config;
+    const LaunchEnv& launch = start.launch;
+    const RunPaths paths(config.run.dir);
+    ParallelContext context(world.communicator(), plan->layout, local_node_key(launch.node_index),
+                            config.ddp.hierarchical);
+    log::set_prefix(context.prefix());
+    log::set_is_root(context.rank() == 0);
+    log::info(str("launch: ", launch.describe(), ", backend ", world.backend(), ", ",
+                  torch::get_num_threads(), " compute thread(s) per rank (", threads.source, ")"));
+    if (threads.oversubscribed && launch.local_rank == 0) log::warn(threads.warning);
+    if (config.train.precision == Precision::kBf16) log::info(bf16_choice().why);
+    log::info(context.table() + context.dp_choice() + "\nresolved configuration:\n" +
+              to_yaml(config));
+    if (const std::string warning = context.tp_span_warning(); !warning.empty()) {
+      log::warn(warning);
+    }
+    // Every rank tested the lock before the world formed; now rank 0 holds it to the end.
+    const RunDirLock run_dir_lock = context.rank() == 0 ? RunDirLock(paths.lock()) : RunDirLock();
+    write_resolved_config(config, paths, context.rank());
+    ranks = gather_rank_table(context.world());
+    if (paths.enabled() && context.rank() == 0) write_rank_table(ranks, paths.rank_table());
+    Heartbeat heartbeat(context.world(), ranks, static_cast<double>(config.comm.heartbeat_s));
+    Training training(*plan, context, kProcessStart, launch.local_rank == 0);
+    if (checkpoint) training.resume_from(*checkpoint);
+    training.run();
+    // The goodbyes before the last barrier: ranks leave it together, and MPI_Finalize across
+    // nodes (UCX over TCP) hangs when some ranks reach it seconds before the others.
+    heartbeat.stop();
+    context.world().barrier();
+  };
+  return run_job(steps, argc, argv);
+}
+
+}  // namespace triax
