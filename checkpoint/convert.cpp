@@ -119,18 +119,65 @@ std::string write_sharded_checkpoint(const FullModelState& state, int tensor, in
                                   chunks_per_rank, out_root);
 }
 
-std::string write_sharded_checkpoint(const Config& source_config, int64_t step,
-                                     const FullTensorSource& source, int tensor, int pipeline,
-                                     int chunks_per_rank, const std::string& out_root) {
-  Config config = source_config;
+namespace {
+
+// The configuration of the target layout: the source's, at tp x pp with `chunks_per_rank` (and a
+// schedule that fits them), layers balanced over the new stages.
+Config target_config(const Config& source, int tensor, int pipeline, int chunks_per_rank) {
+  Config config = source;
   config.parallel.tensor = tensor;
   config.parallel.pipeline = pipeline;
   config.parallel.data = 0;
   config.schedule.chunks_per_rank = chunks_per_rank;
   config.schedule.name = schedule_for_chunks(config.schedule.name, chunks_per_rank);
+  config.schedule.layer_boundaries.clear();
+  return config;
+}
+
+// What the writer needs of one chunk: its parameters' names and shapes and how each is split,
+// from the chunk as training builds it (dropped before any tensor is copied, so the writer holds
+// one shard plus one full tensor).
+struct ChunkLayout {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> parameters;
+  std::map<std::string, ShardSpec> specs;
+};
+
+// Appends to `shard` chunk c's tensors for tp rank `tp`: each parameter and its optimizer state,
+// sliced as its ShardSpec says.
+void add_chunk_tensors(const ChunkLayout& layout, int c, int tp, int tensor,
+                       const FullTensorSource& source,
+                       const std::multimap<std::string, std::string>& by_parameter,
+                       SafetensorsFile& shard) {
+  for (const auto& [parameter, shape] : layout.parameters) {
+    const auto split = layout.specs.find(parameter);
+    const auto range = by_parameter.equal_range(parameter);
+    TRIAX_CHECK(range.first != range.second, "the source has no parameter ", parameter);
+    for (auto entry = range.first; entry != range.second; ++entry) {
+      const StateName name = StateName::parse(entry->second);
+      const torch::Tensor full = source.get(entry->second);
+      // (An optimizer's step counter is one number, whatever the parameter's shape.)
+      TRIAX_CHECK(
+          full.sizes().vec() == shape || split != layout.specs.end() || name.is_optimizer_state(),
+          entry->second, ": the source's shape ", full.sizes(), " is not the model's [",
+          join(shape, ", "), "]");
+      const bool sharded = split != layout.specs.end() && split_like_parameter(name);
+      // A copy: the source's tensor may be a view of a mapped file or of a bigger tensor.
+      shard.tensors.emplace_back(
+          name.in_chunk(c).str(),
+          sharded ? shard_of(full, split->second, tp, tensor) : full.contiguous().clone());
+      source.done(entry->second);
+    }
+  }
+}
+
+}  // namespace
+
+std::string write_sharded_checkpoint(const Config& source_config, int64_t step,
+                                     const FullTensorSource& source, int tensor, int pipeline,
+                                     int chunks_per_rank, const std::string& out_root) {
+  const Config config = target_config(source_config, tensor, pipeline, chunks_per_rank);
   const StagePlacement placement =
       StagePlacement::of(config.schedule.name, pipeline, chunks_per_rank);
-  config.schedule.layer_boundaries.clear();  // balanced over the new stages
   const ModelSpec& spec = model_spec(config.model.arch);
   spec.check_layout(config);
   const auto ranges = spec.stage_layers(config);
@@ -158,41 +205,19 @@ std::string write_sharded_checkpoint(const Config& source_config, int64_t step,
       shard.metadata = {{"format", "triax-checkpoint-shard"}, {"step", std::to_string(step)}};
       for (int c = 0; c < chunks_per_rank; ++c) {
         const int stage = placement.stage_of(pp, c);
-        // The chunk as training builds it gives the names, shapes and splits; it is dropped
-        // before any tensor is copied, so the writer holds one shard plus one full tensor.
-        std::vector<std::pair<std::string, std::vector<int64_t>>> parameters;
-        std::map<std::string, ShardSpec> specs;
+        ChunkLayout layout;
         {
           const std::unique_ptr<ModelChunk> part = spec.build_chunk(config, stage, ranges, group);
-          specs = collect_shard_specs(part->module());
+          layout.specs = collect_shard_specs(part->module());
           for (const auto& item : part->module().named_parameters()) {
-            parameters.emplace_back(item.key(), item.value().sizes().vec());
+            layout.parameters.emplace_back(item.key(), item.value().sizes().vec());
           }
           if (tp == 0) {
             const auto table = parameter_table(part->module(), stage);
             manifest.parameters.insert(manifest.parameters.end(), table.begin(), table.end());
           }
         }
-        for (const auto& [parameter, shape] : parameters) {
-          const auto split = specs.find(parameter);
-          const auto range = by_parameter.equal_range(parameter);
-          TRIAX_CHECK(range.first != range.second, "the source has no parameter ", parameter);
-          for (auto entry = range.first; entry != range.second; ++entry) {
-            const StateName name = StateName::parse(entry->second);
-            const torch::Tensor full = source.get(entry->second);
-            // (An optimizer's step counter is one number, whatever the parameter's shape.)
-            TRIAX_CHECK(
-                full.sizes().vec() == shape || split != specs.end() || name.is_optimizer_state(),
-                entry->second, ": the source's shape ", full.sizes(), " is not the model's [",
-                join(shape, ", "), "]");
-            const bool sharded = split != specs.end() && split_like_parameter(name);
-            // A copy: the source's tensor may be a view of a mapped file or of a bigger tensor.
-            shard.tensors.emplace_back(
-                name.in_chunk(c).str(),
-                sharded ? shard_of(full, split->second, tp, tensor) : full.contiguous().clone());
-            source.done(entry->second);
-          }
-        }
+        add_chunk_tensors(layout, c, tp, tensor, source, by_parameter, shard);
       }
       ShardEntry info;
       info.file = manifest.dir + "/" + shard_name(pp, tp);
