@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/flight_recorder.h"
 #include "core/log.h"
+#include "core/mixed_precision.h"
 #include "core/strings.h"
 #include "job/death_watch.h"
 #include "job/failure_policy.h"
@@ -24,9 +25,7 @@ int run_job(const JobSteps& steps, int* argc, char*** argv) {
     log::set_is_root(start.launch.rank == 0);  // pre-communication notes once, errors on every rank
     start.config = steps.prepare(start.launch);
     start.backend = resolve_backend(start.config.comm.backend, start.launch);
-    if (start.config.train.precision == Precision::kBf16) {
-      set_bf16_matmul(start.config.train.bf16_matmul);  // refuses `native` where it is inexact
-    }
+    MixedPrecision(start.config).select_matmul_path();  // refuses `native` where it is inexact
   } catch (const ConfigError& e) {
     log::error(e.what());
     return kExitUsage;

@@ -10,6 +10,7 @@
 
 #include "core/autocast_scope.h"
 #include "core/error.h"
+#include "core/mixed_precision.h"
 #include "core/peak_memory.h"
 #include "core/strings.h"
 #include "core/timing.h"
@@ -49,7 +50,7 @@ struct StageTimes {
 StageTimes time_stage(Communicator& world, ModelChunk& chunk, const ModelSpec& spec,
                       const Config& c, int tp, int stage, const Batch& micro) {
   const bool sp = c.parallel.sequence && tp > 1;
-  const bool bf16 = c.train.precision == Precision::kBf16;
+  const MixedPrecision precision(c);
   const auto shape = spec.activation_shape(c, micro.size(), tp, sp);
   const auto run = [&](StageTimes* sum) {
     torch::Tensor input;
@@ -57,7 +58,7 @@ StageTimes time_stage(Communicator& world, ModelChunk& chunk, const ModelSpec& s
     const auto start = Clock::now();
     torch::Tensor out, loss;
     {
-      const AutocastScope precision(bf16);
+      const auto scope = precision.compute_scope();
       out = chunk.forward(input, micro);
       if (stage == 2) loss = chunk.loss(out, micro);
     }
@@ -91,13 +92,13 @@ StageTimes time_stage(Communicator& world, ModelChunk& chunk, const ModelSpec& s
 double weight_share(Communicator& world, ModelChunk& chunk, const ModelSpec& spec, const Config& c,
                     int tp, const Batch& micro) {
   const bool sp = c.parallel.sequence && tp > 1;
-  const bool bf16 = c.train.precision == Precision::kBf16;
+  const MixedPrecision precision(c);
   const auto run = [&](double* input_time, double* weight_time) {
     torch::Tensor input =
         torch::randn(spec.activation_shape(c, micro.size(), tp, sp)).requires_grad_(true);
     torch::Tensor out;
     {
-      const AutocastScope precision(bf16);
+      const auto scope = precision.compute_scope();
       out = chunk.forward(input, micro);
     }
     const torch::Tensor grad = torch::randn_like(out);

@@ -4,6 +4,7 @@
 #include <array>
 #include <numeric>
 
+#include "core/mixed_precision.h"
 #include "models/model_spec.h"
 #include "schedules/action_memory.h"
 #include "schedules/schedule_check.h"
@@ -169,8 +170,7 @@ RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double ac
 double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& profile,
                        const PlanTopology& topology, double most_parameters) {
   if (c.dp <= 1) return 0;
-  const double grad_bytes =
-      most_parameters * (plan.config.ddp.reduce_dtype == Precision::kBf16 ? 0.5 : 1.0);
+  const double grad_bytes = most_parameters / 4 * MixedPrecision(plan.config).wire_bytes();
   const std::vector<int> dp_group = plan.layout.group_of(Axis::kDp, 0);
   const LinkClass link = topology.link_of(dp_group);
   const int local = std::min(c.dp, topology.per_node());

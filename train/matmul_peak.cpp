@@ -8,10 +8,10 @@
 
 namespace triax {
 
-double measure_matmul_tflops(Precision precision) {
+double measure_matmul_tflops(const MixedPrecision& precision) {
   constexpr int64_t n = 1024;
   torch::NoGradGuard no_grad;
-  const auto dtype = precision == Precision::kBf16 ? torch::kBFloat16 : torch::kFloat;
+  const auto dtype = precision.matmul_dtype();
   const torch::Tensor a = torch::ones({n, n}, dtype);
   const torch::Tensor b = torch::ones({n, n}, dtype);
   torch::Tensor c = mixed_mm(a, b);  // warm-up: BLAS thread pool and page faults

@@ -8,11 +8,12 @@
 // while the others wait, so the figure is the hardware's.
 #pragma once
 
-#include "core/config_choices.h"
+#include "core/mixed_precision.h"
 
 namespace triax {
 
-/// Best of a few 1024^3 matmuls in `precision` (bf16: through mixed_mm), in TFLOP/s.
-double measure_matmul_tflops(Precision precision = Precision::kFp32);
+/// Best of a few 1024^3 matmuls in `precision`'s matmul dtype (bf16: through mixed_mm), in
+/// TFLOP/s.
+double measure_matmul_tflops(const MixedPrecision& precision);
 
 }  // namespace triax

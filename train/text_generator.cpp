@@ -1,6 +1,7 @@
 #include "train/text_generator.h"
 
 #include "core/autocast_scope.h"
+#include "core/mixed_precision.h"
 #include "core/strings.h"
 #include "schedules/pipeline_executor.h"
 
@@ -50,13 +51,13 @@ std::string generate_text(Trainer& trainer, ParallelContext& context, const Conf
     int64_t next = 0;
     StageFunctions stage;
     const Batch prompt{window, torch::Tensor()};
-    const bool bf16 = config.train.precision == Precision::kBf16;
+    const MixedPrecision precision(config);
     stage.forward = [&](int chunk, int, const torch::Tensor& input) {
-      const AutocastScope precision(bf16);
+      const auto scope = precision.compute_scope();
       return chunks[static_cast<size_t>(chunk)]->forward(input, prompt);
     };
     stage.loss = [&](int, const torch::Tensor& output) {
-      const AutocastScope precision(bf16);
+      const auto scope = precision.compute_scope();
       const torch::Tensor logits = chunks.back()->logits(output)[0][length - 1].to(torch::kFloat);
       next = pick_token(logits, sample, generator);
       return torch::zeros({});

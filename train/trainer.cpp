@@ -8,6 +8,7 @@
 #include "core/autocast_scope.h"
 #include "core/bf16_matmul.h"
 #include "core/error.h"
+#include "core/mixed_precision.h"
 #include "data/distributed_sampler.h"
 #include "parallel/tp/shard_spec.h"
 
@@ -52,7 +53,9 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     for (auto& p : chunks_.back()->sequence_partial_parameters()) {
       grads_.sequence_partial.push_back(p);
     }
-    ddp_.push_back(make_gradient_sync(std::move(named), dp, config_.ddp, config_.optimizer.shard));
+    ddp_.push_back(make_gradient_sync(std::move(named), dp, config_.ddp,
+                                      MixedPrecision(config_).wire_dtype(),
+                                      config_.optimizer.shard));
     ddp_.back()->broadcast_parameters();
     grads_.syncs.push_back(ddp_.back().get());
   }
@@ -86,13 +89,13 @@ StageFunctions Trainer::stage_functions(const Batch& local, int microbatches, bo
   // Micro-batch i is rows [i*mb, (i+1)*mb).
   const int64_t mb = local.size() / microbatches;
   StageFunctions stage;
-  const bool bf16 = config_.train.precision == Precision::kBf16;
-  stage.forward = [this, local, mb, bf16](int chunk, int i, const torch::Tensor& input) {
-    const AutocastScope precision(bf16);
+  const MixedPrecision precision(config_);
+  stage.forward = [this, local, mb, precision](int chunk, int i, const torch::Tensor& input) {
+    const auto scope = precision.compute_scope();
     return chunks_[static_cast<size_t>(chunk)]->forward(input, local.slice(i * mb, mb));
   };
-  stage.loss = [this, local, mb, evaluating, bf16](int i, const torch::Tensor& output) {
-    const AutocastScope precision(bf16);  // the head's matmul in bf16; the loss itself in fp32
+  stage.loss = [this, local, mb, evaluating, precision](int i, const torch::Tensor& output) {
+    const auto scope = precision.compute_scope();  // the head's matmul in bf16; the loss in fp32
     const Batch micro = local.slice(i * mb, mb);
     return evaluating ? chunks_.back()->metric(output, micro) : chunks_.back()->loss(output, micro);
   };

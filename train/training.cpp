@@ -13,6 +13,7 @@
 #include "core/fault_point.h"
 #include "core/flight_recorder.h"
 #include "core/log.h"
+#include "core/mixed_precision.h"
 #include "core/run_paths.h"
 #include "core/timing.h"
 #include "job/output_check.h"
@@ -32,12 +33,6 @@ std::string fixed(double value, int digits) {
   char text[64];
   std::snprintf(text, sizeof(text), "%.*f", digits, value);
   return text;
-}
-
-// "fp32", "bf16 (native)", "bf16 (emulated)": the arithmetic the MFU peak was measured in.
-std::string precision_name(Precision precision) {
-  if (precision != Precision::kBf16) return choice_name(precision);
-  return bf16_choice().path == Bf16Path::kNative ? "bf16 (native)" : "bf16 (emulated)";
 }
 
 }  // namespace
@@ -138,7 +133,7 @@ StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
       " steps per epoch), ", data.val_samples, " for ", spec.metric_name, "; ", data.total_steps,
       " steps; MFU against a peak of ", fixed(peak / 1e12, 3), " TFLOP/s (",
       plan_.config.run.peak_tflops > 0 ? std::string("run.peak_tflops x ranks")
-                                       : str(precision_name(plan_.config.train.precision),
+                                       : str(MixedPrecision(plan_.config).describe(),
                                              " matmul measured on all cores of each node"),
       ")"));
   std::ofstream metrics;
@@ -161,7 +156,7 @@ double Training::peak_flops() {
   if (node_leader_) {
     const int threads = torch::get_num_threads();
     torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-    mine = measure_matmul_tflops(plan_.config.train.precision) * 1e12;
+    mine = measure_matmul_tflops(MixedPrecision(plan_.config)) * 1e12;
     torch::set_num_threads(threads);
     context_.world().barrier();
   } else {

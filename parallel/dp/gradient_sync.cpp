@@ -50,12 +50,11 @@ void average_gradients(const std::vector<torch::Tensor>& parameters, Communicato
 
 std::unique_ptr<GradientSync> make_gradient_sync(
     std::vector<std::pair<std::string, torch::Tensor>> parameters, Communicator& dp,
-    const DdpConfig& ddp, bool shard) {
+    const DdpConfig& ddp, torch::ScalarType wire, bool shard) {
   TRIAX_CHECK(ddp.bucketed || !shard, "a sharded optimizer needs bucketed DDP");
-  TRIAX_CHECK(ddp.bucketed || ddp.reduce_dtype == Precision::kFp32,
+  TRIAX_CHECK(ddp.bucketed || wire == torch::kFloat,
               "ddp.reduce_dtype: bf16 needs ddp.bucketed: true");
   if (!ddp.bucketed) return std::make_unique<PerParameterAverage>(std::move(parameters), dp);
-  const auto wire = ddp.reduce_dtype == Precision::kBf16 ? torch::kBFloat16 : torch::kFloat;
   return std::make_unique<DistributedDataParallel>(
       std::move(parameters), dp, DdpOptions{ddp.bucket_mb, ddp.allow_unused, shard, wire});
 }

@@ -86,10 +86,11 @@ class PerParameterAverage : public GradientSync {
 /// one first, so every rank issues the same collectives (a mismatch would hang).
 void average_gradients(const std::vector<torch::Tensor>& parameters, Communicator& dp);
 
-/// The `ddp:` section's choice over `parameters` (named, for messages); `shard`: bucketed DDP in
-/// ZeRO-1 mode (optimizer.shard: see DdpOptions::shard).
+/// The `ddp:` section's choice over `parameters` (named, for messages); `wire`: the dtype
+/// gradients cross `dp` in (MixedPrecision::wire_dtype); `shard`: bucketed DDP in ZeRO-1 mode
+/// (optimizer.shard: see DdpOptions::shard).
 std::unique_ptr<GradientSync> make_gradient_sync(
     std::vector<std::pair<std::string, torch::Tensor>> parameters, Communicator& dp,
-    const DdpConfig& ddp, bool shard = false);
+    const DdpConfig& ddp, torch::ScalarType wire, bool shard = false);
 
 }  // namespace triax

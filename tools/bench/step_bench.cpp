@@ -19,6 +19,7 @@
 
 #include "core/bf16_matmul.h"
 #include "core/heap_reuse.h"
+#include "core/mixed_precision.h"
 #include "core/op_profile.h"
 #include "core/timing.h"
 #include "models/gpt_spec.h"
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
   const int dp = world->size() / model_ranks;
   if (path.empty()) config.train.global_batch = config.train.micro_batch * dp;
   torch::set_num_threads(static_cast<int>(config.train.threads > 0 ? config.train.threads : 1));
-  if (config.train.precision == Precision::kBf16) set_bf16_matmul(config.train.bf16_matmul);
+  MixedPrecision(config).select_matmul_path();
   const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
   ParallelContext context(world, plan.layout);
   Trainer trainer(plan, context);

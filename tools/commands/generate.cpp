@@ -9,6 +9,7 @@
 #include "core/autocast_scope.h"
 #include "core/bf16_matmul.h"
 #include "core/error.h"
+#include "core/mixed_precision.h"
 #include "core/strings.h"
 #include "models/model_spec.h"
 #include "parallel/comm/mpi_communicator.h"
@@ -26,7 +27,8 @@ std::vector<int64_t> greedy_continuation(const FullModelState& state,
   const Config& config = state.config;
   TRIAX_CHECK(model_spec(config.model.arch).generates_text, "model.arch ",
               choice_name(config.model.arch), " does not generate text");
-  if (config.train.precision == Precision::kBf16) set_bf16_matmul(config.train.bf16_matmul);
+  const MixedPrecision precision(config);
+  precision.select_matmul_path();
   auto single = MpiCommunicator::self();
   const std::unique_ptr<ModelChunk> model = whole_model(state, *single);
   torch::NoGradGuard no_grad;
@@ -38,7 +40,7 @@ std::vector<int64_t> greedy_continuation(const FullModelState& state,
         torch::tensor(std::vector<int64_t>(tokens.end() - length, tokens.end()), torch::kLong)
             .unsqueeze(0);
     const Batch batch{window, window};
-    const AutocastScope precision(config.train.precision == Precision::kBf16);
+    const auto scope = precision.compute_scope();
     const torch::Tensor logits =
         model->logits(model->forward(torch::Tensor(), batch)).to(torch::kFloat);
     // The real vocabulary only (tp padding never wins).

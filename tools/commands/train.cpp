@@ -9,6 +9,7 @@
 #include "core/bf16_matmul.h"
 #include "core/flight_recorder.h"
 #include "core/log.h"
+#include "core/mixed_precision.h"
 #include "core/run_paths.h"
 #include "core/strings.h"
 #include "job/heartbeat.h"
@@ -60,7 +61,7 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     log::info(str("launch: ", launch.describe(), ", backend ", world.backend(), ", ",
                   torch::get_num_threads(), " compute thread(s) per rank (", threads.source, ")"));
     if (threads.oversubscribed && launch.local_rank == 0) log::warn(threads.warning);
-    if (config.train.precision == Precision::kBf16) log::info(bf16_choice().why);
+    if (MixedPrecision(config).bf16_compute()) log::info(bf16_choice().why);
     log::info(context.table() + context.dp_choice() + "\nresolved configuration:\n" +
               to_yaml(config));
     if (const std::string warning = context.tp_span_warning(); !warning.empty()) {
