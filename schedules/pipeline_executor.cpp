@@ -7,8 +7,8 @@
 #include <map>
 
 #include "core/error.h"
-#include "core/heap_usage.h"
 #include "schedules/action_memory.h"
+#include "schedules/heap_usage.h"
 #include "schedules/schedule_check.h"
 #include "schedules/split_backward.h"
 

@@ -7,9 +7,9 @@
 // of a full-recompute model holds less memory than a selective one, which holds less than none.
 #include <catch2/catch.hpp>
 
-#include "core/heap_usage.h"
 #include "models/gpt.h"
 #include "parallel/comm/mpi_communicator.h"
+#include "schedules/heap_usage.h"
 #include "support/test_world.h"
 #include "support/tiny_gpt.h"
 #include "support/tiny_llama.h"

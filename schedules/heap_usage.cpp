@@ -1,4 +1,4 @@
-#include "core/heap_usage.h"
+#include "schedules/heap_usage.h"
 
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
 #include <malloc.h>
