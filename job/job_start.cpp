@@ -26,6 +26,7 @@ int run_job(const JobSteps& steps, int* argc, char*** argv) {
     start.config = steps.prepare(start.launch);
     start.backend = resolve_backend(start.config.comm.backend, start.launch);
     MixedPrecision(start.config).select_matmul_path();  // refuses `native` where it is inexact
+    if (steps.claim_outputs) steps.claim_outputs(start);
   } catch (const ConfigError& e) {
     log::error(e.what());
     return kExitUsage;
@@ -39,8 +40,10 @@ int run_job(const JobSteps& steps, int* argc, char*** argv) {
   try {
     world = std::make_unique<World>(start.backend, launch,
                                     static_cast<int>(start.config.comm.timeout_s), argc, argv);
-    install_stop_signals();  // again: MPI's start-up may have installed its own handlers
-    flight::install_dump_signal();
+    if (steps.stops_on_signal) {
+      install_stop_signals();  // again: MPI's start-up may have installed its own handlers
+      flight::install_dump_signal();
+    }
   } catch (const std::exception& e) {
     death_watch_done();
     log::error(e.what());

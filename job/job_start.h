@@ -36,12 +36,21 @@ struct JobStart {
 struct JobSteps {
   /// Phase 1: the run's configuration, checked (throws ConfigError).
   std::function<Config(const LaunchEnv& launch)> prepare;
+  /// Phase 1's last step (optional), once the configuration is known to be valid: claim what the
+  /// run writes (create and probe its folders, test its lock), so that a refused run leaves
+  /// nothing behind.
+  std::function<void(const JobStart& start)> claim_outputs;
   /// Between phases 1 and 2 (optional): what must exist before the world does.
   std::function<void(const JobStart& start)> before_world;
   /// Phase 3. `ranks`: the rank table once the job knows it (a failure's report names hosts).
   std::function<void(World& world, const JobStart& start, const ThreadChoice& threads,
                      RankTable& ranks)>
       run;
+  /// The job stops at SIGTERM/SIGUSR1 (training: after the step, with a checkpoint): their
+  /// handlers are installed again after the world's start-up, which may have replaced them. A job
+  /// that never looks at the stop flag (calibration) leaves them as start-up left them, so a
+  /// SIGTERM still ends it.
+  bool stops_on_signal = false;
 };
 
 /// The job's exit code: 0, or 2 when phase 1 or 2 refused (phase 3's failures end the process

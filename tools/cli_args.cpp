@@ -346,8 +346,7 @@ CliArgs parse_cli_args(const std::vector<std::string>& argv) {
                             " takes one CONFIG file (did you forget --set?)"));
     }
   }
-  if (args.command == "help") return args;  // --help anywhere
-  command->check(args);
+  if (args.command != "help") command->check(args);  // --help anywhere: help
   if (args.rank >= 0 && args.rank >= args.world) {
     throw ConfigError(str("--rank ", args.rank, ": not a rank of --world ", args.world,
                           " (valid: 0 .. ", args.world - 1, ")"));

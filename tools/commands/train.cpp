@@ -41,10 +41,13 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
                     launch.world_size);
     const std::string resume = resolve_resume_spec(args.resume, plan->config);
     if (!resume.empty()) checkpoint = read_checkpoint(resume, plan->config);
-    check_outputs_writable(plan->config);
-    check_run_dir_free(RunPaths(plan->config.run.dir).lock());  // before anything is written
     return plan->config;
   };
+  steps.claim_outputs = [&](const JobStart& start) {
+    check_outputs_writable(start.config);
+    check_run_dir_free(RunPaths(start.config.run.dir).lock());  // before anything is written
+  };
+  steps.stops_on_signal = true;
   steps.before_world = [&](const JobStart& start) {
     prepare_flight_records(RunPaths(start.config.run.dir), start.launch.rank,
                            start.launch.world_size);
