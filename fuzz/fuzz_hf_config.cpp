@@ -1,6 +1,6 @@
 // Fuzz target: Hugging Face config.json (interop/hf_config.h), the model family's shape.
-#include "interop/hf_config.h"
 #include "fuzz/fuzz_input.h"
+#include "interop/hf_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const triax::fuzz::InputFile input("config.json", data, size);

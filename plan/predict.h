@@ -3,24 +3,25 @@
 // One candidate's per-rank peak memory and step time, from the run's plan (train/run_plan.h:
 // schedule, stage split, activation shapes) and a profile (plan/profile.h).
 // Memory, per pipeline rank (tp and dp ranks of one stage hold the same): the model spec's
-// formula (models/transformer_memory.h for the transformers) for each chunk the rank holds — parameters, gradients (ZeRO-1
-// adds the averaged slice, 1/dp), optimizer state (AdamW 2 x parameters, /dp with ZeRO-1; SGD
-// with momentum 1 x) — and activations from the rank's own program (schedules/action_memory.h): what each micro-batch keeps
-// from its forward to its backward (B, or W after a split: then also the gradients W needs from
-// I), the messages sent (alive until the step ends) and a recomputed block's replay; with
-// checkpoint.async and periodic saves, dp rank 0's copy of its shard (parameters and the whole
-// optimizer state, ZeRO-1's gathered) that lives through the next steps while it is written.
-// Step time: the schedule simulated with each rank's forward / backward (input and weight parts
-// for the zero-bubble schedules) from the profile's layer, embedding and head times and the
-// stage split, and messages between stages at the send/recv fit for the activation's bytes on
-// the link between the two ranks' nodes; then the data-parallel gradient sync (all-reduce, or
-// ZeRO-1's reduce-scatter and all-gather; node-aware: inside, across, inside) on the dp group's
-// links, counted as not overlapped (on CPU the sums run on the cores backward uses); then the
-// optimizer step (per parameter, /dp with ZeRO-1) and the profile's per-step overhead. A tp
-// group that crosses nodes adds its collectives' difference between the two link classes.
-// When the plan's ranks per node differ from the profile's, compute times scale with the ratio
-// (ranks on a node share its cores); on an oversubscribed CPU node the pipeline is simulated
-// with shared cores, so a rank waiting in a bubble speeds up the others (simulate_shared).
+// formula (models/transformer_memory.h for the transformers) for each chunk the rank holds —
+// parameters, gradients (ZeRO-1 adds the averaged slice, 1/dp), optimizer state (AdamW 2 x
+// parameters, /dp with ZeRO-1; SGD with momentum 1 x) — and activations from the rank's own program
+// (schedules/action_memory.h): what each micro-batch keeps from its forward to its backward (B, or
+// W after a split: then also the gradients W needs from I), the messages sent (alive until the step
+// ends) and a recomputed block's replay; with checkpoint.async and periodic saves, dp rank 0's copy
+// of its shard (parameters and the whole optimizer state, ZeRO-1's gathered) that lives through the
+// next steps while it is written. Step time: the schedule simulated with each rank's forward /
+// backward (input and weight parts for the zero-bubble schedules) from the profile's layer,
+// embedding and head times and the stage split, and messages between stages at the send/recv fit
+// for the activation's bytes on the link between the two ranks' nodes; then the data-parallel
+// gradient sync (all-reduce, or ZeRO-1's reduce-scatter and all-gather; node-aware: inside, across,
+// inside) on the dp group's links, counted as not overlapped (on CPU the sums run on the cores
+// backward uses); then the optimizer step (per parameter, /dp with ZeRO-1) and the profile's
+// per-step overhead. A tp group that crosses nodes adds its collectives' difference between the two
+// link classes. When the plan's ranks per node differ from the profile's, compute times scale with
+// the ratio (ranks on a node share its cores); on an oversubscribed CPU node the pipeline is
+// simulated with shared cores, so a rank waiting in a bubble speeds up the others
+// (simulate_shared).
 #pragma once
 
 #include <string>
