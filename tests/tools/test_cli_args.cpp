@@ -25,6 +25,14 @@ TEST_CASE("help and mistakes", "[cli]") {
   CHECK_THROWS_WITH(parse_cli_args({"config", "c.yaml", "--world", "x"}),
                     Contains("not a positive integer"));
   CHECK(parse_cli_args({"config", "--describe"}).describe);
+  // --help anywhere asks for help (the command's own needs are not checked), but a --rank
+  // outside --world is still refused.
+  CHECK(parse_cli_args({"train", "--help"}).command == "help");
+  CHECK_THROWS_WITH(parse_cli_args({"plan", "c.yaml", "--world", "4", "--rank", "9", "--help"}),
+                    Contains("--rank 9: not a rank of --world 4"));
+  // Every option is offered as a correction, not only a few.
+  CHECK_THROWS_WITH(parse_cli_args({"prepare-data", "a", "--out", "o", "--tokenzer", "t"}),
+                    Contains("did you mean '--tokenizer'?"));
 }
 
 TEST_CASE("prepare-data and plot take inputs and --out", "[cli]") {
