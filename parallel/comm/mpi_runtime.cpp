@@ -11,10 +11,21 @@
 
 #include "core/error.h"
 #include "parallel/comm/mpi_check.h"
+#include "parallel/comm/pmi_finalize.h"
 
 namespace triax {
 namespace {
 constexpr int kFinalizeDeadlineSeconds = 10;
+constexpr std::chrono::milliseconds kPmiAckDeadline{3000};
+
+// hydra's PMI-1 socket, from PMI_FD; -1 when absent or not a number.
+int hydra_pmi_fd() {
+  const char* text = std::getenv("PMI_FD");
+  if (text == nullptr || *text == '\0') return -1;
+  char* end = nullptr;
+  const long fd = std::strtol(text, &end, 10);
+  return (*end == '\0' && fd >= 0 && fd < 1 << 20) ? static_cast<int>(fd) : -1;
+}
 }  // namespace
 
 std::string launch_mismatch(const LaunchEnv& launch, int mpi_rank, int mpi_size) {
@@ -63,12 +74,15 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   TRIAX_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
 }
 
-// MPI_Finalize closes the transport's connections. With UCX over TCP between nodes it can wait
-// forever for a peer that has already gone on to the launcher's final barrier and no longer
-// answers (a known class of UCX finalize races; seen here about one run in three across
-// namespace nodes). Finalize comes after triax's own final barrier, when every rank's work is
-// done and saved, so a finalize that outlives the deadline ends the process as it would have
-// ended: with status 0, after saying so.
+// MPI_Finalize closes the transport's connections. MPICH 4.0's UCX netmod passes a PMI barrier,
+// then disconnects from every peer and spins until each disconnect completes; a peer that has
+// already finished its own loop and torn down its worker never answers, and the spin never ends
+// (seen between namespace nodes: every srun run, and now and then under mpirun). Finalize comes
+// after triax's own final barrier, when every rank's work is done and saved, so a finalize that
+// outlives the deadline ends the process as it would have ended: with status 0, after saying so.
+// Under mpirun the rank first tells hydra it has finished (pmi1_finalize): hydra kills the whole
+// job, peers that finalized cleanly included, when a process leaves without that
+// ("BAD TERMINATION ... EXIT CODE: 9" after a run that had succeeded).
 MpiRuntime::~MpiRuntime() {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -86,6 +100,12 @@ MpiRuntime::~MpiRuntime() {
                  "[rank %d] note: MPI_Finalize did not return within %d s (a transport's "
                  "shutdown race between nodes); exiting anyway: the run had finished\n",
                  rank_, kFinalizeDeadlineSeconds);
+    if (hydra_pmi_fd_ >= 0 && !pmi1_finalize(hydra_pmi_fd_, kPmiAckDeadline)) {
+      std::fprintf(stderr,
+                   "[rank %d] warning: mpirun did not acknowledge this rank's end; it may "
+                   "report the job as failed although the run had finished\n",
+                   rank_);
+    }
     std::fflush(stdout);
     std::fflush(stderr);
     std::_Exit(0);
@@ -99,7 +119,10 @@ MpiRuntime::~MpiRuntime() {
   watchdog.join();
 }
 
-void MpiRuntime::check_matches(const LaunchEnv& launch) const {
+void MpiRuntime::check_matches(const LaunchEnv& launch) {
+  // Slurm's PMI-2 also sets PMI_FD but speaks another protocol, and srun does not kill a job
+  // over a task that leaves without finalizing: the handshake is hydra's alone.
+  if (launch.launcher == Launcher::kHydra) hydra_pmi_fd_ = hydra_pmi_fd();
   const std::string problem = launch_mismatch(launch, rank_, size_);
   if (!problem.empty()) throw ConfigError(str("launch: ", problem));
 }

@@ -27,8 +27,9 @@ class MpiRuntime {
 
   int world_rank() const { return rank_; }
   int world_size() const { return size_; }
-  /// Throws ConfigError when MPI's world is not the launcher's (see launch_mismatch).
-  void check_matches(const LaunchEnv& launch) const;
+  /// Throws ConfigError when MPI's world is not the launcher's (see launch_mismatch). Also
+  /// learns whether hydra (mpirun) started the process, which the finalize deadline needs.
+  void check_matches(const LaunchEnv& launch);
 
   /// Ends every process of the job at once (after an error on one rank, peers may be waiting
   /// in a collective that can never complete).
@@ -38,6 +39,7 @@ class MpiRuntime {
   bool owns_ = false;
   int rank_ = 0;
   int size_ = 1;
+  int hydra_pmi_fd_ = -1;  ///< hydra's PMI-1 socket (PMI_FD) when mpirun started us, else -1
 };
 
 }  // namespace triax
