@@ -1,8 +1,8 @@
 // defines: triax::kExitFailure, triax::kExitUsage, triax::JobStart, triax::JobSteps,
 //          triax::run_job
 //
-// The one start-up of a multi-rank job (`triax train`, `triax calibrate`), in three phases with
-// the error policy of each (tools/triax_main.cpp's header):
+// The one start-up of a multi-rank job (`triax train`, `triax calibrate`, the benchmarks in
+// tools/bench/), in three phases with the error policy of each (tools/triax_main.cpp's header):
 //   1. without communication, identically on every rank: the launch (launcher variables), the
 //      caller's `prepare` (the configuration, checked: it throws ConfigError), the backend and
 //      the bf16 matmul path. A mistake prints one message per rank and exits 2 before any

@@ -26,6 +26,7 @@
 
 #include "core/launch_env.h"
 #include "core/timing.h"
+#include "job/job_start.h"
 #include "models/gpt_spec.h"
 #include "parallel/comm/hierarchical_communicator.h"
 #include "parallel/comm/world.h"
@@ -123,28 +124,30 @@ Prediction predict(const std::string& backend, const Link& intra, const Link& in
   return out;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Args {
   std::string path;
   std::vector<std::string> overrides;
   int reps = 15;
+};
+
+Args parse_args(int argc, char** argv) {
+  Args args;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
-      overrides.push_back(argv[++i]);
+      args.overrides.push_back(argv[++i]);
     } else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
-      reps = std::max(3, std::atoi(argv[++i]));
+      args.reps = std::max(3, std::atoi(argv[++i]));
     } else {
-      path = argv[i];
+      args.path = argv[i];
     }
   }
-  const LaunchEnv launch = detect_launch(process_env());
-  World world_runtime(resolve_backend(Backend::kAuto, launch), launch, 120, &argc, &argv);
-  std::shared_ptr<Communicator> world = world_runtime.communicator();
-  overrides.push_back("parallel.tensor=1");
-  overrides.push_back("parallel.pipeline=1");
-  Config config = path.empty() ? parse_config("model:\n  arch: gpt\n", overrides)
-                               : load_config(path, overrides);
+  args.overrides.push_back("parallel.tensor=1");
+  args.overrides.push_back("parallel.pipeline=1");
+  return args;
+}
+
+void run_bench(const Config& config, int reps, const LaunchEnv& launch,
+               const std::shared_ptr<Communicator>& world) {
   torch::set_num_threads(1);
   const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
   // One context per dp gradient scheme: the context builds its gradient communicator once.
@@ -155,7 +158,7 @@ int main(int argc, char** argv) {
   const bool root = world->rank() == 0;
   if (nodes.num_nodes() < 2 || !nodes.uniform()) {
     if (root) std::printf("needs >= 2 nodes with equal ranks; have %s\n", nodes.summary().c_str());
-    return 0;
+    return;
   }
   ParallelContext hier_context(world, plan.layout, local_node_key(launch.node_index),
                                Hierarchical::kTrue);
@@ -230,7 +233,7 @@ int main(int argc, char** argv) {
   const double bf16_step = median(world->max_over_ranks(bf16_steps));
   const double compute_step = median(world->max_over_ranks(compute));
   const double tokens = static_cast<double>(config.train.global_batch * config.model.seq_len);
-  if (!root) return 0;
+  if (!root) return;
   std::printf("%s backend, %s; gradient %.2f MiB (%lld floats)\n", world->backend().c_str(),
               nodes.summary().c_str(), n / 1048576, static_cast<long long>(numel));
   std::printf(
@@ -267,5 +270,19 @@ int main(int argc, char** argv) {
   step_row("flat bf16", bf16_step, model.flat_bf16);
   std::printf("ddp.reduce_dtype: bf16 against fp32, flat: all-reduce %.2fx, step %.2fx faster\n",
               flat_ar / bf16_ar, flat_step / bf16_step);
-  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args = parse_args(argc, argv);
+  JobSteps job;
+  job.prepare = [&](const LaunchEnv&) {
+    return args.path.empty() ? parse_config("model:\n  arch: gpt\n", args.overrides)
+                             : load_config(args.path, args.overrides);
+  };
+  job.run = [&](World& world, const JobStart& start, const ThreadChoice&, RankTable&) {
+    run_bench(start.config, args.reps, start.launch, world.communicator());
+  };
+  return run_job(job, &argc, &argv);
 }

@@ -16,10 +16,9 @@
 
 #include "core/heap_reuse.h"
 #include "core/tensor_memory.h"
+#include "job/job_start.h"
 #include "models/gpt_spec.h"
 #include "models/model_spec.h"
-#include "parallel/comm/mpi_communicator.h"
-#include "parallel/comm/mpi_runtime.h"
 #include "train/trainer.h"
 
 using namespace triax;
@@ -41,21 +40,17 @@ Config scaled_up_gpt() {
   return c;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  reuse_freed_heap();  // as `triax train` does (core/heap_reuse.h)
-  TensorMemory::install();
-  MpiRuntime mpi(&argc, &argv);
-  std::vector<std::string> overrides;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--set") == 0) overrides.push_back(argv[++i]);
-  }
-  std::shared_ptr<Communicator> world = MpiCommunicator::world();
+// The scaled-up GPT with --set's changes, one micro-batch per step at every dp.
+Config bench_config(const std::vector<std::string>& overrides, int world_size) {
   Config config = parse_config(to_yaml(scaled_up_gpt()), overrides);
   const int model_ranks = static_cast<int>(config.parallel.tensor * config.parallel.pipeline);
-  const int dp = world->size() / model_ranks;
-  config.train.global_batch = config.train.micro_batch * dp;
+  config.train.global_batch = config.train.micro_batch * (world_size / std::max(1, model_ranks));
+  return config;
+}
+
+void run_bench(const Config& config, const std::shared_ptr<Communicator>& world) {
+  const int dp =
+      world->size() / static_cast<int>(config.parallel.tensor * config.parallel.pipeline);
   torch::set_num_threads(static_cast<int>(config.train.threads));
   const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
   ParallelContext context(world, plan.layout);
@@ -120,5 +115,21 @@ int main(int argc, char** argv) {
           f(7) / mib, f(6) / f(7));
     }
   }
-  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  reuse_freed_heap();  // as `triax train` does (core/heap_reuse.h)
+  TensorMemory::install();
+  std::vector<std::string> overrides;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--set") == 0) overrides.push_back(argv[++i]);
+  }
+  JobSteps job;
+  job.prepare = [&](const LaunchEnv& launch) { return bench_config(overrides, launch.world_size); };
+  job.run = [&](World& world, const JobStart& start, const ThreadChoice&, RankTable&) {
+    run_bench(start.config, world.communicator());
+  };
+  return run_job(job, &argc, &argv);
 }

@@ -23,9 +23,8 @@
 #include "core/error.h"
 #include "core/heap_reuse.h"
 #include "core/timing.h"
+#include "job/job_start.h"
 #include "models/gpt_spec.h"
-#include "parallel/comm/mpi_communicator.h"
-#include "parallel/comm/mpi_runtime.h"
 #include "parallel/parallel_context.h"
 #include "schedules/pipeline_trace.h"
 #include "schedules/schedule_check.h"
@@ -162,114 +161,116 @@ void run_row(const Config& base, std::shared_ptr<Communicator> world, Row& row, 
   }
 }
 
+Config bench_config(int argc, char** argv, int* rounds) {
+  if (argc < 2) {
+    throw ConfigError(
+        "usage: mpirun -np P triax_bench_pipeline CONFIG [--rounds R] [--set key=value ...]");
+  }
+  std::vector<std::string> overrides;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--rounds") == 0) {
+      *rounds = std::max(1, std::atoi(argv[i + 1]));
+    } else if (std::strcmp(argv[i], "--set") == 0) {
+      overrides.push_back(argv[i + 1]);
+    } else {
+      throw ConfigError(str("unexpected argument '", argv[i], "'"));
+    }
+  }
+  return load_config(argv[1], overrides);
+}
+
+void run_bench(const Config& config, int rounds, const std::shared_ptr<Communicator>& world) {
+  const int p = world->size();
+  torch::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / p));
+  const bool root = world->rank() == 0;
+  if (root) {
+    std::printf(
+        "GPT h=%lld layers=%lld seq=%lld, micro-batch %lld, pp=%d (tp 1, dp 1), %d "
+        "thread(s)/rank, "
+        "%u cores%s; medians of %d rounds\n",
+        static_cast<long long>(config.model.hidden), static_cast<long long>(config.model.layers),
+        static_cast<long long>(config.model.seq_len),
+        static_cast<long long>(config.train.micro_batch), p, torch::get_num_threads(),
+        std::thread::hardware_concurrency(),
+        p > static_cast<int>(std::thread::hardware_concurrency()) ? " (ranks oversubscribed)" : "",
+        rounds);
+  }
+  std::vector<Row> rows;
+  for (int m : {4, 8, 16}) {
+    for (const auto& [name, v] : std::vector<std::pair<std::string, int>>{
+             {"gpipe", 1}, {"1f1b", 1}, {"interleaved", 2}, {"zbh1", 1}, {"zbv", 2}}) {
+      if (config.model.layers < p * v || (name == "interleaved" && m % p != 0)) continue;
+      Row row;
+      row.name = name;
+      row.m = m;
+      row.v = v;
+      rows.push_back(row);
+    }
+  }
+  for (int round = 0; round < rounds; ++round) {
+    for (Row& row : rows) run_row(config, world, row, 3, round == rounds - 1);
+  }
+  if (!root) return;
+  const double tokens = static_cast<double>(config.train.micro_batch * config.model.seq_len);
+  std::printf("%-12s %3s %2s %10s %9s %6s %6s %6s  %-18s %-16s %s\n", "schedule", "m", "v",
+              "tokens/s", "step ms", "idle", "sim", "err", "busy ms per rank", "peak MiB per rank",
+              "mean ms per action");
+  std::map<std::pair<std::string, int>, const Row*> by;
+  for (const Row& row : rows) {
+    by[{row.name, row.m}] = &row;
+    const double ms = median(row.step_ms);
+    std::string busy, peaks;
+    for (size_t r = 0; r < row.busy_ms.size(); ++r) {
+      busy += str(r ? " " : "", static_cast<int>(row.busy_ms[r] + 0.5));
+      peaks += str(r ? " " : "", static_cast<int>(row.peak_bytes[r] / (1 << 20) + 0.5));
+    }
+    std::printf("%-12s %3d %2d %10.0f %9.1f %6.3f %6.3f %+5.0f%%  %-18s %-16s %s\n",
+                row.name.c_str(), row.m, row.v, tokens * row.m / (ms * 1e-3), ms, row.idle,
+                row.simulated, 100 * (row.idle - row.simulated) / std::max(row.simulated, 1e-9),
+                busy.c_str(), peaks.c_str(), row.costs.c_str());
+    if (!config.schedule.trace.empty()) {
+      const std::string path =
+          str(config.schedule.trace, ".", row.name, "-p", p, "-m", row.m, ".json");
+      std::ofstream(path) << chrome_trace_json(row.trace,
+                                               str(row.name, " p=", p, " m=", row.m, " v=", row.v));
+    }
+  }
+  const auto* one = by[{"1f1b", 8}];
+  const auto* h1 = by[{"zbh1", 8}];
+  const auto* zv = by[{"zbv", 8}];
+  if (one && h1 && zv) {
+    const bool goal_row = p == 4;
+    std::printf(
+        "m=8: idle ZB-H1 / 1F1B %.2f (goal <= 0.4 at p = 4%s), ZB-V / 1F1B %.2f (goal <= 0.2 at "
+        "p = 4%s)\n",
+        h1->idle / one->idle, goal_row ? (h1->idle <= 0.4 * one->idle ? ": met" : ": not met") : "",
+        zv->idle / one->idle,
+        goal_row ? (zv->idle <= 0.2 * one->idle ? ": met" : ": not met") : "");
+    bool fits = true;
+    for (int r = 0; r < p; ++r) fits = fits && zv->peak_bytes[r] <= one->peak_bytes[r];
+    std::printf("m=8: ZB-V peak activation memory <= 1F1B's on every rank: %s\n",
+                fits ? "yes (goal met)" : "no (goal not met)");
+    // Clipping needs every W: the step ends when each rank's last W has run.
+    std::string tails;
+    for (size_t r = 0; r < h1->w_tail_ms.size(); ++r) {
+      tails += str(r ? " " : "", std::round(h1->w_tail_ms[r] * 10) / 10);
+    }
+    std::printf(
+        "m=8: ZB-H1's W after each rank's last I (ms per rank; the step boundary waits for "
+        "them, as exact clipping needs every gradient): %s of a %.1f ms step\n",
+        tails.c_str(), median(h1->step_ms));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   reuse_freed_heap();  // as `triax train` does (core/heap_reuse.h)
-  MpiRuntime mpi(&argc, &argv);
-  try {
-    if (argc < 2) {
-      throw ConfigError(
-          "usage: mpirun -np P triax_bench_pipeline CONFIG [--rounds R] [--set key=value ...]");
-    }
-    std::vector<std::string> overrides;
-    int rounds = 3;
-    for (int i = 2; i + 1 < argc; i += 2) {
-      if (std::strcmp(argv[i], "--rounds") == 0) {
-        rounds = std::max(1, std::atoi(argv[i + 1]));
-      } else if (std::strcmp(argv[i], "--set") == 0) {
-        overrides.push_back(argv[i + 1]);
-      } else {
-        throw ConfigError(str("unexpected argument '", argv[i], "'"));
-      }
-    }
-    const Config config = load_config(argv[1], overrides);
-    std::shared_ptr<Communicator> world = MpiCommunicator::world();
-    const int p = world->size();
-    torch::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / p));
-    const bool root = world->rank() == 0;
-    if (root) {
-      std::printf(
-          "GPT h=%lld layers=%lld seq=%lld, micro-batch %lld, pp=%d (tp 1, dp 1), %d "
-          "thread(s)/rank, "
-          "%u cores%s; medians of %d rounds\n",
-          static_cast<long long>(config.model.hidden), static_cast<long long>(config.model.layers),
-          static_cast<long long>(config.model.seq_len),
-          static_cast<long long>(config.train.micro_batch), p, torch::get_num_threads(),
-          std::thread::hardware_concurrency(),
-          p > static_cast<int>(std::thread::hardware_concurrency()) ? " (ranks oversubscribed)"
-                                                                    : "",
-          rounds);
-    }
-    std::vector<Row> rows;
-    for (int m : {4, 8, 16}) {
-      for (const auto& [name, v] : std::vector<std::pair<std::string, int>>{
-               {"gpipe", 1}, {"1f1b", 1}, {"interleaved", 2}, {"zbh1", 1}, {"zbv", 2}}) {
-        if (config.model.layers < p * v || (name == "interleaved" && m % p != 0)) continue;
-        Row row;
-        row.name = name;
-        row.m = m;
-        row.v = v;
-        rows.push_back(row);
-      }
-    }
-    for (int round = 0; round < rounds; ++round) {
-      for (Row& row : rows) run_row(config, world, row, 3, round == rounds - 1);
-    }
-    if (!root) return 0;
-    const double tokens = static_cast<double>(config.train.micro_batch * config.model.seq_len);
-    std::printf("%-12s %3s %2s %10s %9s %6s %6s %6s  %-18s %-16s %s\n", "schedule", "m", "v",
-                "tokens/s", "step ms", "idle", "sim", "err", "busy ms per rank",
-                "peak MiB per rank", "mean ms per action");
-    std::map<std::pair<std::string, int>, const Row*> by;
-    for (const Row& row : rows) {
-      by[{row.name, row.m}] = &row;
-      const double ms = median(row.step_ms);
-      std::string busy, peaks;
-      for (size_t r = 0; r < row.busy_ms.size(); ++r) {
-        busy += str(r ? " " : "", static_cast<int>(row.busy_ms[r] + 0.5));
-        peaks += str(r ? " " : "", static_cast<int>(row.peak_bytes[r] / (1 << 20) + 0.5));
-      }
-      std::printf("%-12s %3d %2d %10.0f %9.1f %6.3f %6.3f %+5.0f%%  %-18s %-16s %s\n",
-                  row.name.c_str(), row.m, row.v, tokens * row.m / (ms * 1e-3), ms, row.idle,
-                  row.simulated, 100 * (row.idle - row.simulated) / std::max(row.simulated, 1e-9),
-                  busy.c_str(), peaks.c_str(), row.costs.c_str());
-      if (!config.schedule.trace.empty()) {
-        const std::string path =
-            str(config.schedule.trace, ".", row.name, "-p", p, "-m", row.m, ".json");
-        std::ofstream(path) << chrome_trace_json(
-            row.trace, str(row.name, " p=", p, " m=", row.m, " v=", row.v));
-      }
-    }
-    const auto* one = by[{"1f1b", 8}];
-    const auto* h1 = by[{"zbh1", 8}];
-    const auto* zv = by[{"zbv", 8}];
-    if (one && h1 && zv) {
-      const bool goal_row = p == 4;
-      std::printf(
-          "m=8: idle ZB-H1 / 1F1B %.2f (goal <= 0.4 at p = 4%s), ZB-V / 1F1B %.2f (goal <= 0.2 at "
-          "p = 4%s)\n",
-          h1->idle / one->idle,
-          goal_row ? (h1->idle <= 0.4 * one->idle ? ": met" : ": not met") : "",
-          zv->idle / one->idle,
-          goal_row ? (zv->idle <= 0.2 * one->idle ? ": met" : ": not met") : "");
-      bool fits = true;
-      for (int r = 0; r < p; ++r) fits = fits && zv->peak_bytes[r] <= one->peak_bytes[r];
-      std::printf("m=8: ZB-V peak activation memory <= 1F1B's on every rank: %s\n",
-                  fits ? "yes (goal met)" : "no (goal not met)");
-      // Clipping needs every W: the step ends when each rank's last W has run.
-      std::string tails;
-      for (size_t r = 0; r < h1->w_tail_ms.size(); ++r) {
-        tails += str(r ? " " : "", std::round(h1->w_tail_ms[r] * 10) / 10);
-      }
-      std::printf(
-          "m=8: ZB-H1's W after each rank's last I (ms per rank; the step boundary waits for "
-          "them, as exact clipping needs every gradient): %s of a %.1f ms step\n",
-          tails.c_str(), median(h1->step_ms));
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    MpiRuntime::abort(1);
-  }
-  return 0;
+  int rounds = 3;
+  JobSteps job;
+  job.prepare = [&](const LaunchEnv&) { return bench_config(argc, argv, &rounds); };
+  job.run = [&](World& world, const JobStart& start, const ThreadChoice&, RankTable&) {
+    run_bench(start.config, rounds, world.communicator());
+  };
+  return run_job(job, &argc, &argv);
 }

@@ -12,43 +12,20 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/heap_reuse.h"
-#include "core/launch_env.h"
 #include "core/tensor_memory.h"
-#include "job/thread_choice.h"
+#include "job/job_start.h"
 #include "models/gpt_spec.h"
-#include "parallel/comm/mpi_communicator.h"
-#include "parallel/comm/mpi_runtime.h"
 #include "parallel/node_topology.h"
 #include "train/trainer.h"
 
 using namespace triax;
 
-int main(int argc, char** argv) {
-  reuse_freed_heap();  // as `triax train` does (core/heap_reuse.h)
-  TensorMemory::install();
-  MpiRuntime mpi(&argc, &argv);
-  std::string path;
-  std::vector<std::string> overrides;
-  int steps = 6;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
-      overrides.push_back(argv[++i]);
-    } else if (std::strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
-      steps = std::max(1, std::atoi(argv[++i]));
-    } else {
-      path = argv[i];
-    }
-  }
-  std::shared_ptr<Communicator> world = MpiCommunicator::world();
-  const Config config = load_config(path, overrides);
-  const ThreadChoice threads = choose_threads(
-      config, detect_launch(process_env()), process_env(),
-      static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), cpus_available());
-  torch::set_num_threads(threads.threads);
+namespace {
+
+void run_bench(const Config& config, int steps, const std::shared_ptr<Communicator>& world) {
   const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
   ParallelContext context(world, plan.layout, local_node_key(-1), config.ddp.hierarchical);
   Trainer trainer(plan, context);
@@ -79,5 +56,30 @@ int main(int argc, char** argv) {
     }
     std::printf("step_s=%.6f pp_peak_bytes=%s\n", times[times.size() / 2], list.c_str());
   }
-  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  reuse_freed_heap();  // as `triax train` does (core/heap_reuse.h)
+  TensorMemory::install();
+  std::string path;
+  std::vector<std::string> overrides;
+  int steps = 6;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
+      overrides.push_back(argv[++i]);
+    } else if (std::strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
+      steps = std::max(1, std::atoi(argv[++i]));
+    } else {
+      path = argv[i];
+    }
+  }
+  // The job's start-up chooses the threads per rank as `triax train` does.
+  JobSteps job;
+  job.prepare = [&](const LaunchEnv&) { return load_config(path, overrides); };
+  job.run = [&](World& world, const JobStart& start, const ThreadChoice&, RankTable&) {
+    run_bench(start.config, steps, world.communicator());
+  };
+  return run_job(job, &argc, &argv);
 }

@@ -17,14 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "core/bf16_matmul.h"
 #include "core/heap_reuse.h"
-#include "core/mixed_precision.h"
 #include "core/op_profile.h"
 #include "core/timing.h"
+#include "job/job_start.h"
 #include "models/gpt_spec.h"
-#include "parallel/comm/mpi_communicator.h"
-#include "parallel/comm/mpi_runtime.h"
 #include "train/trainer.h"
 
 using namespace triax;
@@ -46,38 +43,43 @@ Config comparison_model() {
   return config;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  reuse_freed_heap();  // as `triax train` does (core/heap_reuse.h)
-  MpiRuntime mpi(&argc, &argv);
+struct Args {
   std::string path;
   std::vector<std::string> overrides;
   int steps = 30;
   bool brief = false;
+};
+
+Args parse_args(int argc, char** argv) {
+  Args args;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
-      overrides.push_back(argv[++i]);
+      args.overrides.push_back(argv[++i]);
     } else if (std::strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
-      steps = std::max(1, std::atoi(argv[++i]));
+      args.steps = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--brief") == 0) {
-      brief = true;
+      args.brief = true;
     } else {
-      path = argv[i];
+      args.path = argv[i];
     }
   }
-  std::shared_ptr<Communicator> world = MpiCommunicator::world();
-  Config config = comparison_model();
-  if (!path.empty()) {
-    config = load_config(path, overrides);
-  } else {
-    config = parse_config(to_yaml(config), overrides);
-  }
+  return args;
+}
+
+// CONFIG's model and batch, else the comparison model at micro-batch 8 per dp rank.
+Config bench_config(const Args& args, int world_size) {
+  if (!args.path.empty()) return load_config(args.path, args.overrides);
+  Config config = parse_config(to_yaml(comparison_model()), args.overrides);
   const int model_ranks = static_cast<int>(config.parallel.tensor * config.parallel.pipeline);
-  const int dp = world->size() / model_ranks;
-  if (path.empty()) config.train.global_batch = config.train.micro_batch * dp;
+  config.train.global_batch = config.train.micro_batch * (world_size / std::max(1, model_ranks));
+  return config;
+}
+
+void run_bench(const Args& args, const Config& config, const std::shared_ptr<Communicator>& world) {
+  const int steps = args.steps;
+  const bool brief = args.brief;
+  // Pinned, unlike `triax train`'s choice: the PyTorch twin runs the same count.
   torch::set_num_threads(static_cast<int>(config.train.threads > 0 ? config.train.threads : 1));
-  MixedPrecision(config).select_matmul_path();
   const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
   ParallelContext context(world, plan.layout);
   Trainer trainer(plan, context);
@@ -126,7 +128,7 @@ int main(int argc, char** argv) {
           tokens / seconds, 1000 * seconds / steps, 1000 * slowest[2].item<double>(),
           100 * slowest[2].item<double>() / slowest[6].item<double>(), 1000 * skew);
     }
-    return 0;
+    return;
   }
 
   // Profile a few further steps (the profiler slows every op, so not the timed ones).
@@ -165,5 +167,17 @@ int main(int argc, char** argv) {
     std::printf("\nrank 0, %d profiled steps (the profiler adds time to each op):\n%s", profiled,
                 format_op_table(ops, 18, profiled, profile_us).c_str());
   }
-  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  reuse_freed_heap();  // as `triax train` does (core/heap_reuse.h)
+  const Args args = parse_args(argc, argv);
+  JobSteps job;
+  job.prepare = [&](const LaunchEnv& launch) { return bench_config(args, launch.world_size); };
+  job.run = [&](World& world, const JobStart& start, const ThreadChoice&, RankTable&) {
+    run_bench(args, start.config, world.communicator());
+  };
+  return run_job(job, &argc, &argv);
 }

@@ -5,7 +5,6 @@
 // (after attention's and the MLP's row-parallel projections) and twice in backward (the
 // gradients entering the two column-parallel projections): 4*b*s*h*4 bytes in fp32 per rank,
 // independent of tp, and nothing at tp = 1.
-#include <mpi.h>
 
 #include <chrono>
 #include <cstdio>
@@ -13,22 +12,16 @@
 #include <thread>
 
 #include "core/heap_reuse.h"
+#include "job/job_start.h"
 #include "models/gpt.h"
 #include "parallel/comm/counting_communicator.h"
-#include "parallel/comm/mpi_communicator.h"
-#include "parallel/comm/mpi_runtime.h"
 
 using namespace triax;
 
-int main(int argc, char** argv) {
-  reuse_freed_heap();  // as `triax train` does (core/heap_reuse.h)
-  MpiRuntime mpi(&argc, &argv);
-  const auto arg = [&](int i, int64_t fallback) {
-    return argc > i ? std::atoll(argv[i]) : fallback;
-  };
-  const int64_t b = arg(1, 4), s = arg(2, 128), h = arg(3, 256), heads = arg(4, 8),
-                iters = arg(5, 20);
-  auto world = MpiCommunicator::world();
+namespace {
+
+void run_bench(int64_t b, int64_t s, int64_t h, int64_t heads, int64_t iters,
+               const std::shared_ptr<Communicator>& world) {
   CountingCommunicator tp(*world);
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   torch::set_num_threads(std::max(1, cores / tp.size()));
@@ -69,5 +62,21 @@ int main(int argc, char** argv) {
         static_cast<long long>(heads), torch::get_num_threads(), ms, measured,
         static_cast<double>(tp.counts().all_reduce_calls) / iters, theory);
   }
-  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  reuse_freed_heap();  // as `triax train` does (core/heap_reuse.h)
+  const auto arg = [&](int i, int64_t fallback) {
+    return argc > i ? std::atoll(argv[i]) : fallback;
+  };
+  const int64_t b = arg(1, 4), s = arg(2, 128), h = arg(3, 256), heads = arg(4, 8),
+                iters = arg(5, 20);
+  JobSteps job;
+  job.prepare = [](const LaunchEnv&) { return Config{}; };  // the layer's sizes are arguments
+  job.run = [&](World& world, const JobStart&, const ThreadChoice&, RankTable&) {
+    run_bench(b, s, h, heads, iters, world.communicator());
+  };
+  return run_job(job, &argc, &argv);
 }
