@@ -1,5 +1,6 @@
 #include "schedules/schedule_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -99,6 +100,24 @@ SimulationResult sized_result(const Schedule& s) {
   return result;
 }
 
+// The end of a simulation: which ranks could not finish and where they wait, the makespan and
+// the idle fraction (busy: the sum of all ranks' compute time).
+void finish_result(const Schedule& s, const std::vector<size_t>& next, double makespan, double busy,
+                   SimulationResult* result) {
+  std::vector<std::string> stuck;
+  for (size_t r = 0; r < s.ranks.size(); ++r) {
+    if (next[r] < s.ranks[r].size()) {
+      stuck.push_back(
+          str("rank ", r, " waits at ", describe(s, static_cast<int>(r), s.ranks[r][next[r]])));
+    }
+  }
+  const double p = static_cast<double>(s.ranks.size());
+  result->makespan = makespan;
+  result->finished = stuck.empty();
+  result->stuck = join(stuck, "; ");
+  result->bubble_fraction = makespan > 0 ? 1.0 - busy / (p * makespan) : 0.0;
+}
+
 }  // namespace
 
 SimulationResult simulate(const Schedule& s, const SimulationCosts& costs) {
@@ -143,18 +162,8 @@ SimulationResult simulate(const Schedule& s, const SimulationCosts& costs) {
       }
     }
   }
-  std::vector<std::string> stuck;
-  for (size_t r = 0; r < p; ++r) {
-    if (next[r] < s.ranks[r].size()) {
-      stuck.push_back(
-          str("rank ", r, " waits at ", describe(s, static_cast<int>(r), s.ranks[r][next[r]])));
-    }
-    result.makespan = std::max(result.makespan, clock[r]);
-  }
-  result.finished = stuck.empty();
-  result.stuck = join(stuck, "; ");
-  result.bubble_fraction =
-      result.makespan > 0 ? 1.0 - busy / (static_cast<double>(p) * result.makespan) : 0.0;
+  const double makespan = clock.empty() ? 0.0 : *std::max_element(clock.begin(), clock.end());
+  finish_result(s, next, makespan, busy, &result);
   return result;
 }
 
@@ -229,17 +238,7 @@ SimulationResult simulate_shared(const Schedule& s, const SimulationCosts& costs
       ++next[r];
     }
   }
-  std::vector<std::string> stuck;
-  for (size_t r = 0; r < p; ++r) {
-    if (next[r] < s.ranks[r].size()) {
-      stuck.push_back(
-          str("rank ", r, " waits at ", describe(s, static_cast<int>(r), s.ranks[r][next[r]])));
-    }
-  }
-  result.makespan = now;
-  result.finished = stuck.empty();
-  result.stuck = join(stuck, "; ");
-  result.bubble_fraction = now > 0 ? 1.0 - busy / (static_cast<double>(p) * now) : 0.0;
+  finish_result(s, next, now, busy, &result);
   return result;
 }
 
