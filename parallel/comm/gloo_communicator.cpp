@@ -192,6 +192,9 @@ int GlooCommunicator::size() const {
 WorkPtr GlooCommunicator::all_reduce_async(torch::Tensor tensor, ReduceOp op) {
   TRIAX_CHECK(op != ReduceOp::kAvg || tensor.is_floating_point(),
               "all_reduce avg needs a floating dtype, got ", tensor.scalar_type());
+  // Gloo divides by the element count: an empty tensor raises SIGFPE in its collectives. There
+  // is nothing to move, on any rank (every rank passes the same shape).
+  if (tensor.numel() == 0) return std::make_shared<DoneWork>();
   torch::Tensor buffer = reduction_buffer(tensor);
   std::vector<torch::Tensor> tensors{buffer};
   c10d::AllreduceOptions options;
@@ -207,6 +210,7 @@ WorkPtr GlooCommunicator::all_reduce_async(torch::Tensor tensor, ReduceOp op) {
 
 WorkPtr GlooCommunicator::all_gather_async(torch::Tensor output, torch::Tensor input) {
   check_stacked(output, input, "all_gather");
+  if (input.numel() == 0) return std::make_shared<DoneWork>();  // see all_reduce_async
   torch::Tensor in = transport_buffer(input);
   torch::Tensor out = transport_buffer(torch::empty(output.sizes(), output.options()));
   std::vector<std::vector<torch::Tensor>> outputs(1);
@@ -239,6 +243,7 @@ WorkPtr GlooCommunicator::reduce_scatter_async(torch::Tensor output, torch::Tens
 
 WorkPtr GlooCommunicator::broadcast_async(torch::Tensor tensor, int root) {
   check_peer(root, "broadcast");
+  if (tensor.numel() == 0) return std::make_shared<DoneWork>();  // see all_reduce_async
   torch::Tensor buffer = transport_buffer(tensor);
   std::vector<torch::Tensor> tensors{buffer};
   c10d::BroadcastOptions options;

@@ -18,8 +18,15 @@ namespace {
 constexpr int kFinalizeDeadlineSeconds = 10;
 constexpr std::chrono::milliseconds kPmiAckDeadline{3000};
 
-// hydra's PMI-1 socket, from PMI_FD; -1 when absent or not a number.
+// hydra's PMI-1 socket, from PMI_FD, when mpirun started this process; else -1. Slurm's PMI-2
+// also sets PMI_FD but speaks another protocol, and srun does not kill a job over a task that
+// leaves without finalizing: the handshake is hydra's alone.
 int hydra_pmi_fd() {
+  try {
+    if (detect_launch(process_env()).launcher != Launcher::kHydra) return -1;
+  } catch (const std::exception&) {
+    return -1;  // malformed launcher variables: check_matches' caller reports them
+  }
   const char* text = std::getenv("PMI_FD");
   if (text == nullptr || *text == '\0') return -1;
   char* end = nullptr;
@@ -68,6 +75,7 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
     // MULTIPLE: later backward hooks may start collectives off the main thread.
     TRIAX_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     owns_ = true;
+    hydra_pmi_fd_ = hydra_pmi_fd();
   }
   TRIAX_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   TRIAX_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
@@ -82,7 +90,10 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
 // outlives the deadline ends the process as it would have ended: with status 0, after saying so.
 // Under mpirun the rank first tells hydra it has finished (pmi1_finalize): hydra kills the whole
 // job, peers that finalized cleanly included, when a process leaves without that
-// ("BAD TERMINATION ... EXIT CODE: 9" after a run that had succeeded).
+// ("BAD TERMINATION ... EXIT CODE: 9" after a run that had succeeded). The handshake reads the
+// PMI socket from this thread; that is safe in the hang above, past the PMI barrier, where
+// MPI_Finalize no longer reads it. Were a rank instead stuck in the barrier itself (a peer that
+// never reached finalize), MPI_Finalize's own read could take the acknowledgement and fail.
 MpiRuntime::~MpiRuntime() {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -119,10 +130,7 @@ MpiRuntime::~MpiRuntime() {
   watchdog.join();
 }
 
-void MpiRuntime::check_matches(const LaunchEnv& launch) {
-  // Slurm's PMI-2 also sets PMI_FD but speaks another protocol, and srun does not kill a job
-  // over a task that leaves without finalizing: the handshake is hydra's alone.
-  if (launch.launcher == Launcher::kHydra) hydra_pmi_fd_ = hydra_pmi_fd();
+void MpiRuntime::check_matches(const LaunchEnv& launch) const {
   const std::string problem = launch_mismatch(launch, rank_, size_);
   if (!problem.empty()) throw ConfigError(str("launch: ", problem));
 }

@@ -27,9 +27,8 @@ class MpiRuntime {
 
   int world_rank() const { return rank_; }
   int world_size() const { return size_; }
-  /// Throws ConfigError when MPI's world is not the launcher's (see launch_mismatch). Also
-  /// learns whether hydra (mpirun) started the process, which the finalize deadline needs.
-  void check_matches(const LaunchEnv& launch);
+  /// Throws ConfigError when MPI's world is not the launcher's (see launch_mismatch).
+  void check_matches(const LaunchEnv& launch) const;
 
   /// Ends every process of the job at once (after an error on one rank, peers may be waiting
   /// in a collective that can never complete).

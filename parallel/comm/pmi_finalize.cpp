@@ -1,22 +1,22 @@
 #include "parallel/comm/pmi_finalize.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <string>
 
 namespace triax {
 
 bool pmi1_finalize(int fd, std::chrono::milliseconds timeout) {
-  // The process manager may close its end at any moment; a write to it must fail, not raise
-  // SIGPIPE and end the process with a signal.
-  std::signal(SIGPIPE, SIG_IGN);
   const std::string request = "cmd=finalize\n";
   size_t sent = 0;
   while (sent < request.size()) {
-    const ssize_t n = ::write(fd, request.data() + sent, request.size() - sent);
+    // The process manager may close its end at any moment: MSG_NOSIGNAL makes that a failed
+    // send, not a SIGPIPE that ends the process with a signal.
+    ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == ENOTSOCK) n = ::write(fd, request.data() + sent, request.size() - sent);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     sent += static_cast<size_t>(n);

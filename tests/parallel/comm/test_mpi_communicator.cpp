@@ -274,3 +274,14 @@ TEST_CASE("bf16 sums in flight together complete in any order of waiting", "[mpi
     CHECK(all_equal(tensors[k], k % 2 ? sum : sum / n));
   }
 }
+
+TEST_CASE("collectives of an empty tensor do nothing, on every backend", "[mpi][comm]") {
+  // Gloo's own collectives divide by the element count (SIGFPE); MPI's accept a count of 0.
+  auto comm = world();
+  torch::Tensor empty = torch::empty({0});
+  comm->all_reduce(empty, ReduceOp::kSum);
+  CHECK(empty.numel() == 0);
+  CHECK(comm->all_gather(torch::empty({1, 0})).sizes() == torch::IntArrayRef({comm->size(), 0}));
+  comm->broadcast(empty, 0);
+  CHECK(empty.numel() == 0);
+}
