@@ -115,7 +115,7 @@ void tree_reduce(Communicator& comm, torch::Tensor flat, int base, int size, int
 void tree_all_reduce(Communicator& comm, torch::Tensor tensor) {
   TRIAX_CHECK(tensor.is_floating_point(), "tree_all_reduce sums floating tensors, got ",
               tensor.scalar_type());
-  TRIAX_CHECK(tensor.is_non_overlapping_and_dense() || tensor.is_contiguous(),
+  TRIAX_CHECK(tensor.is_non_overlapping_and_dense(),
               "tree_all_reduce writes its result in place: the tensor must not overlap itself "
               "(an expanded view)");
   if (comm.size() == 1 || tensor.numel() == 0) return;  // every rank has the same shape
