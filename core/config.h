@@ -130,6 +130,11 @@ struct TrainConfig {
   /// (fp32 products of bf16-rounded inputs), "auto" (native where the CPU has bf16 dot products
   /// and LibTorch's kernel sums in fp32, else emulated). Default "auto".
   Bf16Matmul bf16_matmul = Bf16Matmul::kAuto;
+  /// "fast", or "layout_invariant": every sum of a step (micro-batch gradients, their dp
+  /// reduction, the loss, the gradient norm) in one order fixed by the global batch, so any dp,
+  /// pp, schedule, recompute or ZeRO setting gives one process's bits (docs/numerics.md).
+  /// Default "fast".
+  Numerics numerics = Numerics::kFast;
   /// Clip the global gradient norm to this value (0 = no clipping). Default 0.
   double clip_grad = 0.0;
   /// AdamW's first-moment decay. Default 0.9.

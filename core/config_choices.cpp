@@ -19,6 +19,7 @@ TRIAX_CHOICE_NAMES(Hierarchical, "auto", "true", "leader", "false")
 TRIAX_CHOICE_NAMES(Backend, "auto", "mpi", "tcp")
 TRIAX_CHOICE_NAMES(Precision, "fp32", "bf16")
 TRIAX_CHOICE_NAMES(Bf16Matmul, "auto", "native", "emulated")
+TRIAX_CHOICE_NAMES(Numerics, "fast", "layout_invariant")
 
 #undef TRIAX_CHOICE_NAMES
 

@@ -92,6 +92,9 @@ void visit_train(Config& c, ConfigVisitor& v) {
                  "how bf16 matmuls run (same arithmetic: bf16 inputs, fp32 sums, one rounding): "
                  "native = oneDNN's bf16 kernels, emulated = fp32 products of bf16-rounded "
                  "inputs, auto = native where the CPU has bf16 dot products, else emulated");
+    choice_field(v, "numerics", c.train.numerics,
+                 "fast, or layout_invariant = every sum of a step in one order fixed by the "
+                 "global batch: any dp, pp, schedule, recompute or ZeRO gives one process's bits");
     v.field("clip_grad", c.train.clip_grad, RealRule{0.0, 1e6},
             "global gradient-norm clip; 0 = off");
     v.field("beta1", c.train.beta1, RealRule{0.0, 1.0}, "AdamW first-moment decay");

@@ -39,6 +39,14 @@ torch::Tensor DistributedSampler::local_rows(const torch::Tensor& global_batch, 
   return global_batch.slice(0, rank, global_batch.size(0), replicas);
 }
 
+torch::Tensor DistributedSampler::block_rows(const torch::Tensor& global_batch, int rank,
+                                             int replicas) {
+  TRIAX_CHECK(global_batch.size(0) % replicas == 0, "a global batch of ", global_batch.size(0),
+              " rows does not split over ", replicas, " replicas");
+  const int64_t rows = global_batch.size(0) / replicas;
+  return global_batch.narrow(0, rank * rows, rows);
+}
+
 std::vector<int64_t> DistributedSampler::indices() const {
   const int64_t n = options_.dataset_size;
   std::vector<int64_t> all(static_cast<size_t>(n));

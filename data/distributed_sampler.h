@@ -46,6 +46,10 @@ class DistributedSampler {
   /// This rank's rows of one global batch already in sequential order: rows rank, rank +
   /// replicas, ... — the same split indices() makes, for callers holding the whole batch.
   static torch::Tensor local_rows(const torch::Tensor& global_batch, int rank, int replicas);
+  /// The other deal, of layout-invariant numerics (docs/numerics.md): rank r takes the r-th of
+  /// `replicas` equal contiguous blocks of the global batch, so its micro-batch j is the global
+  /// batch's micro-batch r * (local micro-batches) + j, the same rows at every dp.
+  static torch::Tensor block_rows(const torch::Tensor& global_batch, int rank, int replicas);
   /// Positions of the epoch's order that are dealt out (padded or cut to a multiple of the
   /// replicas, or exactly the dataset when uneven).
   int64_t total_size() const;

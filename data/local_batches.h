@@ -5,7 +5,9 @@
 // file's order), and the distributed sampler deals this rank its strided rows of it (Note
 // [Global batch equivalence]), so the union over ranks is the same at any dp. Training reads
 // the training split shuffled; evaluation reads the held-out split unshuffled, so every
-// evaluation scores the same sequences.
+// evaluation scores the same sequences. With `blocks`, the rank takes instead the r-th contiguous
+// block of each global batch (DistributedSampler::block_rows: layout-invariant numerics); the
+// global batches are the same either way.
 #pragma once
 
 #include <torch/torch.h>
@@ -22,7 +24,7 @@ class LocalBatches {
  public:
   /// `global_batch` must be a multiple of `dp_size` and at most the dataset's size.
   LocalBatches(const TokenSequences& data, int64_t global_batch, int dp_size, int dp_rank,
-               bool shuffle, int64_t seed);
+               bool shuffle, int64_t seed, bool blocks = false);
 
   /// Global batches per epoch: floor(samples / global_batch) (an incomplete tail is dropped).
   int64_t per_epoch() const { return per_epoch_; }
@@ -33,8 +35,10 @@ class LocalBatches {
  private:
   const TokenSequences& data_;
   DistributedSampler sampler_;
+  int64_t global_batch_;
   int64_t local_batch_;
   int64_t per_epoch_;
+  int64_t block_start_ = -1;  ///< with blocks: this rank's first row in each global batch
   int64_t epoch_ = -1;
   std::vector<int64_t> indices_;
 };

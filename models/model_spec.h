@@ -66,6 +66,10 @@ class ModelChunk {
   /// Parameters whose gradients each tp rank computes from its part of the sequence
   /// (sequence parallelism): finalize_model_grads sums them over tp.
   virtual std::vector<torch::Tensor> sequence_partial_parameters() { return {}; }
+  /// Layout-invariant numerics on a chunk holding both ends of a tied model: the leaf its head
+  /// reads the tied weight through (TransformerImpl::tied_head_alias), whose gradient joins the
+  /// tied sum as a copy would. Else undefined.
+  virtual torch::Tensor tied_head_alias() { return torch::Tensor(); }
   /// Random streams saved in checkpoints, by name ("dropout_shared"), and their restore (a name
   /// missing from `state` leaves its stream as it is).
   virtual std::vector<std::pair<std::string, torch::Tensor>> rng_state() { return {}; }

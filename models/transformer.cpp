@@ -224,6 +224,10 @@ TransformerImpl::TransformerImpl(const TransformerOptions& options, Communicator
                                    .tied(options_.tie_embeddings)
                                    .tied_copy(!options_.has_embedding),
                                tp));
+    if (options_.separate_tied_head && options_.tie_embeddings && options_.has_embedding &&
+        options_.has_head) {
+      tied_head_alias_ = token_embedding->weight.detach().requires_grad_(true);
+    }
     if (options_.has_embedding && options_.positions == PositionKind::kLearned) {
       position_embedding = register_module("position_embedding",
                                            torch::nn::Embedding(options_.seq_len, options_.hidden));
@@ -284,11 +288,22 @@ torch::Tensor TransformerImpl::run_layers(torch::Tensor h) {
   return h;
 }
 
+torch::Tensor TransformerImpl::tied_head_alias() {
+  if (!tied_head_alias_.defined()) return tied_head_alias_;
+  // Re-aliased when the weight's storage moved (ZeRO-1 moves parameters into flat buckets).
+  const torch::Tensor& weight = token_embedding->weight;
+  if (tied_head_alias_.data_ptr() != weight.data_ptr()) tied_head_alias_.set_data(weight.detach());
+  return tied_head_alias_;
+}
+
 torch::Tensor TransformerImpl::local_logits(const torch::Tensor& h) {
   TRIAX_CHECK(options_.has_head, "this part of the model has no head");
-  return output_logits(final_norm_.forward(h),
-                       options_.tie_embeddings ? token_embedding->weight : torch::Tensor(), head,
-                       sequence_parallel(), *tp_);
+  torch::Tensor tied;
+  if (options_.tie_embeddings) {
+    const torch::Tensor alias = is_training() ? tied_head_alias() : torch::Tensor();
+    tied = alias.defined() ? alias : token_embedding->weight;
+  }
+  return output_logits(final_norm_.forward(h), tied, head, sequence_parallel(), *tp_);
 }
 
 torch::Tensor TransformerImpl::loss_from_hidden(const torch::Tensor& h,

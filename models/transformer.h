@@ -100,6 +100,10 @@ struct TransformerOptions {
   /// along the sequence over tp (parallel/tp/sequence_parallel.h); evaluation and generation
   /// keep them whole.
   bool sequence_parallel = false;
+  /// Layout-invariant numerics (train.numerics): where this part holds both the embedding and a
+  /// tied head, the head reads the weight through its own leaf (tied_head_alias()), so the two
+  /// uses' gradients stay apart as they are when the stages sit on different chunks.
+  bool separate_tied_head = false;
 
   /// Reads what every transformer family takes from the `model:` section (vocab, hidden, heads,
   /// layers, seq_len, tie_embeddings, and dropout, which is not a model key) into these options,
@@ -168,6 +172,11 @@ class TransformerImpl : public torch::nn::Module {
   /// Parameters whose gradients each tp rank computes from its part of the sequence only, under
   /// sequence parallelism (norms, row-parallel biases): they must be summed over tp.
   std::vector<torch::Tensor> sequence_partial_parameters();
+  /// With separate_tied_head on a part holding both ends: the leaf the head reads the tied
+  /// weight through (the weight's own storage; not a parameter: no optimizer state, no
+  /// checkpoint entry). Its gradient is the head's share, which the trainer sums with the
+  /// embedding's as it sums a tied copy on another stage. Else undefined.
+  torch::Tensor tied_head_alias();
 
  private:
   TransformerOptions options_;
@@ -179,6 +188,7 @@ class TransformerImpl : public torch::nn::Module {
   std::vector<TransformerBlock> blocks_;
   torch::nn::AnyModule final_norm_;
   ColumnParallelLinear head{nullptr};
+  torch::Tensor tied_head_alias_;
 };
 TORCH_MODULE(Transformer);
 

@@ -78,6 +78,7 @@ class TransformerChunk : public ModelChunk {
   std::vector<torch::Tensor> sequence_partial_parameters() override {
     return model_->sequence_partial_parameters();
   }
+  torch::Tensor tied_head_alias() override { return model_->tied_head_alias(); }
   std::vector<std::pair<std::string, torch::Tensor>> rng_state() override {
     const auto streams = model_->dropout().state();
     return {{"dropout_shared", streams[0]}, {"dropout_tp_local", streams[1]}};
@@ -104,6 +105,7 @@ std::unique_ptr<ModelChunk> build_transformer_chunk(
   whole.recompute = config.train.recompute;
   whole.recompute_layers = config.train.recompute_layers;
   whole.sequence_parallel = config.parallel.sequence;
+  whole.separate_tied_head = config.train.numerics == Numerics::kLayoutInvariant;
   return std::make_unique<TransformerChunk>(stage_options(whole, stage, stages), tp);
 }
 

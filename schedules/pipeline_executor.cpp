@@ -70,6 +70,7 @@ class StepRun {
         rank_(pp.rank()),
         last_stage_(schedule.total_stages() - 1),
         scale_(1.0 / schedule.microbatches),
+        losses_(static_cast<size_t>(schedule.microbatches), 0.0),
         backwards_left_(static_cast<size_t>(schedule.chunks), schedule.microbatches),
         weights_left_(static_cast<size_t>(schedule.chunks), schedule.microbatches) {}
 
@@ -109,17 +110,21 @@ class StepRun {
     peak_live_ = std::max(peak_live_, live_);
   }
 
-  /// Completes the sends, and returns the mean loss on every pipeline rank.
-  double finish() {
+  /// Completes the sends, and returns the mean loss on every pipeline rank; `losses` gets each
+  /// micro-batch's.
+  double finish(std::vector<double>* losses) {
     flight::set_microbatch(-1);
     const flight::Label label("pipeline sends of the step");
     for (auto& send : sends_) send.first->wait();
-    // The loss lives on the last stage's rank; every rank reports it.
+    // The losses live on the last stage's rank; every rank reports them: [mean, loss 0, ...].
     const int loss_rank = schedule_.loss_rank();
-    torch::Tensor mean =
-        torch::tensor({rank_ == loss_rank ? loss_sum_ * scale_ : 0.0}, torch::kDouble);
-    pp_.broadcast(mean, loss_rank);
-    return mean.item<double>();
+    std::vector<double> values{loss_sum_ * scale_};
+    values.insert(values.end(), losses_.begin(), losses_.end());
+    torch::Tensor all = torch::tensor(values, torch::kDouble);
+    pp_.broadcast(all, loss_rank);
+    const double* v = all.data_ptr<double>();
+    losses->assign(v + 1, v + all.numel());
+    return v[0];
   }
 
   int peak_live() const { return peak_live_; }
@@ -154,8 +159,10 @@ class StepRun {
     torch::Tensor out = stage_.forward(a.chunk, a.microbatch, slot.input);
     if (s == last_stage_) {
       out = stage_.loss(a.microbatch, out);
-      loss_sum_ += out.item<double>();
-      out = out * scale_;
+      const double loss = out.item<double>();
+      losses_[static_cast<size_t>(a.microbatch)] = loss;
+      loss_sum_ += loss;
+      if (!stage_.unscaled) out = out * scale_;
     }
     slot.output = out;
   }
@@ -181,6 +188,7 @@ class StepRun {
     slot.output = torch::Tensor();  // the graph is freed with it
     slot.grad = torch::Tensor();
     if (s == 0) slots_.erase({a.chunk, a.microbatch});
+    if (stage_.after_backward) stage_.after_backward(a.chunk, a.microbatch, /*final=*/true);
   }
 
   void input_gradient(const Action& a, int s, Slot& slot) {
@@ -190,6 +198,7 @@ class StepRun {
     slot.output = torch::Tensor();  // the graph lives on in `deferred_` until W
     slot.grad = torch::Tensor();
     if (s == 0) slots_.erase({a.chunk, a.microbatch});
+    if (stage_.after_backward) stage_.after_backward(a.chunk, a.microbatch, /*final=*/false);
   }
 
   void weight_gradients(const Action& a) {
@@ -199,6 +208,7 @@ class StepRun {
     const std::vector<torch::Tensor> params = backward_weight(&it->second);
     deferred_.erase(it);  // the micro-batch's graph is freed here
     if (stage_.weights_ready) stage_.weights_ready(a.chunk, params);
+    if (stage_.after_backward) stage_.after_backward(a.chunk, a.microbatch, /*final=*/true);
   }
 
   void send_grad(const Action& a, int s, Slot& slot) {
@@ -220,6 +230,7 @@ class StepRun {
   std::map<std::pair<int, int>, Slot> slots_;
   std::vector<std::pair<WorkPtr, torch::Tensor>> sends_;  // kept alive until the step ends
   double loss_sum_ = 0;
+  std::vector<double> losses_;  // each micro-batch's, on the last stage's rank
   int live_ = 0;
   int peak_live_ = 0;
   // Per chunk, the B (or I) and the W passes still to run in this step.
@@ -259,7 +270,7 @@ double PipelineExecutor::run(const Schedule& schedule, const StageFunctions& sta
       peak_bytes_ = std::max(peak_bytes_, heap_bytes_in_use() - heap_at_start);
     }
   }
-  const double loss = step.finish();
+  const double loss = step.finish(&losses_);
   peak_live_ = step.peak_live();
   return loss;
 }

@@ -36,6 +36,14 @@ struct StageFunctions {
   /// Optional: after each W, the parameters whose gradients it completed (hooks on parameters do
   /// not see W: it adds to .grad itself; schedules/split_backward.h).
   std::function<void(int chunk, const std::vector<torch::Tensor>& params)> weights_ready;
+  /// Optional: after each action that may have added parameter gradients — B, and both I (the
+  /// parameters of recomputed blocks) and W of a split backward; `final` on the micro-batch's
+  /// last one for the chunk (its B or its W). Layout-invariant numerics take each micro-batch's
+  /// gradients out here (parallel/dp/microbatch_tree.h).
+  std::function<void(int chunk, int microbatch, bool final)> after_backward;
+  /// Backpropagate each micro-batch's loss unscaled (the gradients are then the sum over
+  /// micro-batches, and the caller divides once) instead of scaled by 1/m.
+  bool unscaled = false;
 };
 
 /// One action as it ran: what, and its start and end in microseconds since the step began.
@@ -62,6 +70,8 @@ class PipelineExecutor {
   /// Record each action's timing in the next runs (for traces).
   void set_tracing(bool on) { tracing_ = on; }
   bool tracing() const { return tracing_; }
+  /// The last run's loss of each micro-batch, by index, on every pipeline rank.
+  const std::vector<double>& microbatch_losses() const { return losses_; }
   /// The last run's actions, in order (empty unless tracing).
   const std::vector<TraceEvent>& trace() const { return trace_; }
   /// Peak number of micro-batches whose activations this rank held in the last run.
@@ -76,6 +86,7 @@ class PipelineExecutor {
   bool tracing_ = false;
   Schedule checked_;  // the last schedule that passed check_schedule
   std::vector<TraceEvent> trace_;
+  std::vector<double> losses_;
   int peak_live_ = 0;
   int64_t peak_bytes_ = 0;
 };

@@ -8,13 +8,19 @@
 namespace triax {
 namespace {
 
+// Layout-invariant numerics deal each rank a contiguous block of the global batch (the global
+// micro-batch index then does not depend on dp: DistributedSampler::block_rows).
+bool block_deal(const RunPlan& plan) {
+  return plan.config.train.numerics == Numerics::kLayoutInvariant;
+}
+
 class TokenBatches : public BatchSource {
  public:
   TokenBatches(const RunPlan& plan, int dp_rank)
       : train_(plan.corpus->train, plan.batch.global_batch, plan.batch.dp, dp_rank,
-               plan.config.train.shuffle, plan.config.train.seed),
+               plan.config.train.shuffle, plan.config.train.seed, block_deal(plan)),
         held_out_(plan.corpus->val, plan.batch.global_batch, plan.batch.dp, dp_rank,
-                  /*shuffle=*/false, 0),
+                  /*shuffle=*/false, 0, block_deal(plan)),
         eval_batches_(plan.data.eval_batches),
         microbatches_(static_cast<int>(plan.batch.num_microbatches)) {}
   Batch train_batch(int64_t step) override { return token_batch(train_.local(step)); }
@@ -36,10 +42,14 @@ class ImageBatches : public BatchSource {
   ImageBatches(const RunPlan& plan, int dp_rank)
       : train_(*plan.images),
         test_(*plan.test_images),
-        sampler_(DistributedSamplerOptions{train_.size(), plan.batch.dp, dp_rank,
+        // The block deal reads the epoch's whole order and takes this rank's block of each batch.
+        sampler_(DistributedSamplerOptions{train_.size(), block_deal(plan) ? 1 : plan.batch.dp,
+                                           block_deal(plan) ? 0 : dp_rank,
                                            plan.config.train.shuffle, plan.config.train.seed,
                                            /*drop_last=*/false}),
         local_batch_(plan.batch.local_batch),
+        stride_(block_deal(plan) ? plan.batch.global_batch : plan.batch.local_batch),
+        offset_(block_deal(plan) ? dp_rank * plan.batch.local_batch : 0),
         per_epoch_(plan.data.steps_per_epoch) {
     DistributedSampler test_sampler(DistributedSamplerOptions{
         test_.size(), plan.batch.dp, dp_rank, /*shuffle=*/false, 0, /*drop_last=*/false,
@@ -53,7 +63,7 @@ class ImageBatches : public BatchSource {
       indices_ = sampler_.indices();
       epoch_ = epoch;
     }
-    const auto first = indices_.begin() + (step % per_epoch_) * local_batch_;
+    const auto first = indices_.begin() + (step % per_epoch_) * stride_ + offset_;
     return rows(train_, torch::tensor(std::vector<int64_t>(first, first + local_batch_)));
   }
   int64_t eval_batches() const override {
@@ -72,7 +82,7 @@ class ImageBatches : public BatchSource {
   const FashionMnist& train_;
   const FashionMnist& test_;
   DistributedSampler sampler_;
-  int64_t local_batch_, per_epoch_;
+  int64_t local_batch_, stride_, offset_, per_epoch_;
   int64_t epoch_ = -1;
   std::vector<int64_t> indices_;
   torch::Tensor test_indices_;

@@ -162,6 +162,35 @@ void check_reduce_dtype(const Config& config) {
   }
 }
 
+// Layout-invariant numerics sum each rank's micro-batches as a perfect binary tree, whose root
+// is a subtree of the one over the global batch only when their count is a power of two; and a
+// bf16 wire rounds only where there is a wire (dp > 1), so its sums would depend on dp.
+void check_numerics(const Config& config, const BatchPlan& batch) {
+  if (config.train.numerics != Numerics::kLayoutInvariant) return;
+  const int64_t m = batch.num_microbatches;
+  if ((m & (m - 1)) != 0) {
+    int64_t below = 1;
+    while (below * 2 < m) below *= 2;
+    throw ConfigError(
+        str("train.numerics: layout_invariant sums each rank's micro-batches as a binary tree and "
+            "needs a power-of-two count per rank; this run has ",
+            m, " (global_batch ", batch.global_batch, " / dp ", batch.dp, " / micro_batch ",
+            batch.micro_batch, "); valid: a micro_batch giving ", below, " or ", below * 2,
+            " micro-batches, or train.numerics: fast"));
+  }
+  if (!config.ddp.bucketed) {
+    throw ConfigError(
+        "train.numerics: layout_invariant sums gradients in DDP's buckets, but ddp.bucketed is "
+        "false (set ddp.bucketed: true, or train.numerics: fast)");
+  }
+  if (config.ddp.reduce_dtype != Precision::kFp32) {
+    throw ConfigError(str("ddp.reduce_dtype: ", config.ddp.reduce_dtype,
+                          " rounds gradients only where they cross ranks (dp > 1), so the sums "
+                          "would depend on dp; train.numerics: layout_invariant needs "
+                          "ddp.reduce_dtype: fp32 (or set train.numerics: fast)"));
+  }
+}
+
 }  // namespace
 
 RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
@@ -175,6 +204,7 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
   check_gpt_only_options(config);
   check_sharded_optimizer(config);
   check_reduce_dtype(config);
+  check_numerics(config, plan.batch);
   plan.stage_layers = spec.stage_layers(config);
   plan.schedule = pipeline_schedule(config, plan.batch);
   const int tp = plan.layout.tp_size();
@@ -194,7 +224,7 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
 }
 
 std::string RunPlan::describe() const {
-  std::string text = str("\n", layout.table(), batch.describe(), "\n");
+  std::string text = str("\n", layout.table(), batch.describe(), "\n", numerics_guarantee(), "\n");
   if (model_spec(model).pipelined) {
     text += schedule.table() + "  stage layers:";
     for (size_t i = 0; i < stage_layers.size(); ++i) {
@@ -224,6 +254,21 @@ std::string RunPlan::describe() const {
     text += str("data: ", data_note, "\n");
   }
   return text;
+}
+
+std::string RunPlan::numerics_guarantee() const {
+  if (config.train.numerics == Numerics::kFast) {
+    return "numerics: fast (sums in the layout's order: another layout agrees to ~1e-6, not bit "
+           "for bit; train.numerics: layout_invariant makes dp, pp, schedules, recompute and "
+           "ZeRO-1 bit-identical)";
+  }
+  return str("numerics: layout_invariant (losses, gradient norms and parameters bit-identical to "
+             "one process at any dp, pipeline depth, schedule, recompute and ZeRO-1, with micro-"
+             "batches of ",
+             batch.micro_batch,
+             layout.tp_size() > 1 ? "; not across tensor-parallel sizes: tp splits the matmuls' sums"
+                                  : "",
+             ": docs/numerics.md)");
 }
 
 }  // namespace triax

@@ -60,9 +60,11 @@ struct RunPlan {
   std::shared_ptr<const GptCorpus> corpus;                  ///< GPT
   std::shared_ptr<const FashionMnist> images, test_images;  ///< MLP
 
-  /// The layout table, batch plan, pipeline schedule (table, stage split, simulated bubble) and
-  /// data plan, as `triax config --world N` prints them.
+  /// The layout table, batch plan, numerics guarantee, pipeline schedule (table, stage split,
+  /// simulated bubble) and data plan, as `triax config --world N` prints them.
   std::string describe() const;
+  /// train.numerics in one line: which layouts give this run's bits (docs/numerics.md).
+  std::string numerics_guarantee() const;
 };
 
 /// Throws ConfigError on the first rule the configuration breaks for `world_size` ranks.

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/mixed_precision.h"
 #include "data/distributed_sampler.h"
+#include "parallel/comm/tree_all_reduce.h"
 #include "parallel/tp/shard_spec.h"
 
 namespace triax {
@@ -35,7 +36,10 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
                   run.config.ddp.hierarchical == context.dp_gradient_mode(),
               "Trainer: the plan is not for this context's layout and ddp.hierarchical");
   double counted_parameters = 0;
-  Communicator& dp = context_.dp_gradients();
+  // The tree's dp levels need the flat group: a hierarchical one associates by node.
+  Communicator& dp = invariant() ? context_.dp() : context_.dp_gradients();
+  const int tree_leaves = invariant() ? static_cast<int>(plan_.num_microbatches) : 0;
+  std::vector<std::pair<std::string, torch::Tensor>> norm_keys;
   for (int c = 0; c < schedule_.chunks; ++c) {
     const int stage = schedule_.stage_of(context_.pp_rank(), c);
     chunks_.push_back(spec_.build_chunk(config_, stage, run.stage_layers, context_.tp()));
@@ -47,15 +51,25 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
       named.emplace_back(item.key(), item.value());
       params_.push_back({StateName::of_parameter(c, item.key()).str(), item.value(),
                          t.counted(context_.tp_rank())});
-      if (params_.back().counted) counted_parameters += t.real_elements(item.value().numel());
+      if (params_.back().counted) {
+        counted_parameters += t.real_elements(item.value().numel());
+        // Chunk keys name layers globally (layer<i>); a shard is its own tensor per tp rank.
+        norm_keys.emplace_back(t.sharded ? str(item.key(), "#tp", context_.tp_rank()) : item.key(),
+                               item.value());
+      }
       if (t.tied) grads_.tied_copies.push_back(item.value());
     }
     for (auto& p : chunks_.back()->sequence_partial_parameters()) {
       grads_.sequence_partial.push_back(p);
     }
     ddp_.push_back(make_gradient_sync(std::move(named), dp, config_.ddp,
-                                      MixedPrecision(config_).wire_dtype(),
-                                      config_.optimizer.shard));
+                                      MixedPrecision(config_).wire_dtype(), config_.optimizer.shard,
+                                      tree_leaves));
+    const torch::Tensor alias = chunks_.back()->tied_head_alias();
+    if (alias.defined()) {  // both ends of a tied model on this chunk (layout-invariant numerics)
+      ddp_.back()->add_gradient_holder(alias);
+      grads_.tied_copies.push_back(alias);
+    }
     ddp_.back()->broadcast_parameters();
     grads_.syncs.push_back(ddp_.back().get());
   }
@@ -64,6 +78,11 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
   // embedding are there: their sum is local, and the embedding group is not used.
   grads_.embedding = schedule_.placement().ends_on_one_rank() ? nullptr : context_.embedding();
   optimizer_ = make_optimizer(config_, params_, grads_.syncs, dp, context_.model_parallel());
+  if (invariant()) {
+    ordered_norm_ =
+        std::make_unique<OrderedGradNorm>(std::move(norm_keys), context_.model_parallel());
+    optimizer_->set_norm_source([this] { return ordered_norm_->norm(); });
+  }
   // Parameters counted once over the model: the ones the gradient norm counts, sharded ones
   // scaled from padded to real size, summed over one dp replica.
   torch::Tensor count = torch::tensor({static_cast<double>(counted_parameters)}, torch::kDouble);
@@ -79,8 +98,8 @@ double Trainer::step(const Batch& global) {
   TRIAX_CHECK(global.size() == plan_.global_batch, "expected a global batch of ",
               plan_.global_batch, " samples, got ", global.size());
   const int rank = context_.dp_rank(), ranks = context_.dp_size();
-  return step_local(Batch{DistributedSampler::local_rows(global.inputs, rank, ranks),
-                          DistributedSampler::local_rows(global.targets, rank, ranks)});
+  const auto deal = invariant() ? DistributedSampler::block_rows : DistributedSampler::local_rows;
+  return step_local(Batch{deal(global.inputs, rank, ranks), deal(global.targets, rank, ranks)});
 }
 
 StageFunctions Trainer::stage_functions(const Batch& local, int microbatches, bool evaluating) {
@@ -164,6 +183,10 @@ double Trainer::step_local(const Batch& local) {
   stage.weights_ready = [&](int chunk, const std::vector<torch::Tensor>& params) {
     ddp_[static_cast<size_t>(chunk)]->gradients_ready(params);
   };
+  stage.after_backward = [&](int chunk, int microbatch, bool final) {
+    ddp_[static_cast<size_t>(chunk)]->microbatch_done(microbatch, final);
+  };
+  stage.unscaled = invariant();  // the tree's root is divided once (Note [Micro-batch tree])
   double loss = 0;
   {
     const Bf16WeightCopies weight_copies;  // the emulated path rounds each weight once a step
@@ -178,11 +201,27 @@ double Trainer::step_local(const Batch& local) {
   grad_norm_ = optimizer_->step(config_.train.clip_grad);
   phases_.optimizer = seconds_since(t);
   t = Clock::now();
-  torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
-  context_.dp().all_reduce(mean, ReduceOp::kAvg);
+  loss = invariant() ? global_mean_loss() : loss;
+  if (!invariant()) {
+    torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
+    context_.dp().all_reduce(mean, ReduceOp::kAvg);
+    loss = mean.item<double>();
+  }
   phases_.loss_sync = seconds_since(t);
   phases_.total = seconds_since(start);
-  return mean.item<double>();
+  return loss;
+}
+
+double Trainer::global_mean_loss() {
+  // Every micro-batch's loss on every rank, in global order (block deal: rank r holds
+  // [r m, (r + 1) m)), then the tree over them and one division.
+  const std::vector<double>& mine = executor_->microbatch_losses();
+  const int64_t m = static_cast<int64_t>(mine.size());
+  torch::Tensor all = torch::empty({m * context_.dp_size()}, torch::kDouble);
+  context_.dp().all_gather_async(all, torch::tensor(mine, torch::kDouble))->wait();
+  const double* v = all.data_ptr<double>();
+  return tree_sum_numbers(std::vector<double>(v, v + all.numel())) /
+         static_cast<double>(all.numel());
 }
 
 CheckpointContents Trainer::checkpoint_contents() {

@@ -20,6 +20,7 @@
 #include "checkpoint/checkpoint.h"
 #include "models/model_spec.h"
 #include "parallel/dp/gradient_sync.h"
+#include "parallel/dp/ordered_grad_norm.h"
 #include "parallel/parallel_context.h"
 #include "schedules/pipeline_executor.h"
 #include "train/batch_plan.h"
@@ -103,6 +104,10 @@ class Trainer {
   const Schedule& eval_schedule(int microbatches);
   /// The metric's mean over this rank's micro-batches of `local` (forward only).
   double evaluate_mean(const Batch& local, int microbatches);
+  /// train.numerics: layout_invariant (docs/numerics.md).
+  bool invariant() const { return config_.train.numerics == Numerics::kLayoutInvariant; }
+  /// The last step's loss over the global batch in layout-invariant order (collective over dp).
+  double global_mean_loss();
 
   const ModelSpec& spec_;
   Config config_;
@@ -113,6 +118,7 @@ class Trainer {
   std::vector<std::unique_ptr<GradientSync>> ddp_;
   ModelGrads grads_;  ///< what finalize_model_grads acts on
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<OrderedGradNorm> ordered_norm_;  ///< layout-invariant numerics
   std::unique_ptr<PipelineExecutor> executor_;
   std::unique_ptr<PipelineExecutor> eval_executor_;  ///< when evaluation's activations differ
   std::vector<OptimizedParam> params_;

@@ -126,6 +126,7 @@ StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
                 fixed(flops_per_unit / 1e6, 2), " MFLOP per ", unit, " (", spec.flops_rule, "); ",
                 plan_.batch.describe(), "; schedule ", schedule.name, " (", schedule.microbatches,
                 " micro-batches, ", schedule.chunks, " chunk(s) per rank)"));
+  log::info(plan_.numerics_guarantee());
   const int64_t units = spec.units_per_sample(plan_.config.model);
   log::info(str(
       "data: ", data.train_samples, " training samples",

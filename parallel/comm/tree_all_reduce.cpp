@@ -134,4 +134,16 @@ torch::Tensor tree_sum(const std::vector<torch::Tensor>& parts) {
   return tree_sum(a) + tree_sum(b);
 }
 
+static double tree_sum_range(const std::vector<double>& values, size_t begin, size_t end) {
+  TRIAX_CHECK(begin < end && end <= values.size(), "tree_sum of no values");
+  if (end - begin == 1) return values[begin];
+  const size_t mid =
+      begin + static_cast<size_t>(largest_power_of_two_below(static_cast<int>(end - begin)));
+  return tree_sum_range(values, begin, mid) + tree_sum_range(values, mid, end);
+}
+
+double tree_sum_numbers(const std::vector<double>& values) {
+  return tree_sum_range(values, 0, values.size());
+}
+
 }  // namespace triax

@@ -1,4 +1,4 @@
-// defines: triax::tree_all_reduce, triax::tree_sum
+// defines: triax::tree_all_reduce, triax::tree_sum, triax::tree_sum_numbers
 //
 // Note [Tree all-reduce]
 // A sum over ranks whose association is fixed by the number of ranks alone: the left-balanced
@@ -36,5 +36,8 @@ void tree_all_reduce(Communicator& comm, torch::Tensor tensor);
 
 /// The same association on one process: parts[r] plays rank r's tensor.
 torch::Tensor tree_sum(const std::vector<torch::Tensor>& parts);
+
+/// The same association over numbers (layout-invariant numerics' loss over micro-batches).
+double tree_sum_numbers(const std::vector<double>& values);
 
 }  // namespace triax

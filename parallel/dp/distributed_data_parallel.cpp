@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/flight_recorder.h"
+#include "parallel/comm/tree_all_reduce.h"
 
 namespace triax {
 
@@ -68,6 +69,20 @@ DistributedDataParallel::DistributedDataParallel(
     bucket.members = members;
     buckets_.push_back(std::move(bucket));
   }
+  if (options_.tree_leaves > 0) {
+    TRIAX_CHECK(params_.empty() || params_.front().second.scalar_type() == torch::kFloat,
+                "layout-invariant numerics sum fp32 gradients");
+    TRIAX_CHECK(!narrowed(), "layout-invariant numerics reduce gradients in fp32");
+    tree_ = std::make_unique<MicrobatchTree>(options_.tree_leaves);
+    sync_ = false;
+    // Every rank ends with the whole reduced bucket: its shard is a view of it, so the fix-ups
+    // after finish() (tied and sequence-parallel sums) reach the sharded optimizer too.
+    for (auto& bucket : buckets_) {
+      if (!options_.shard) continue;
+      const int64_t size = bucket.grad_shard.numel();
+      bucket.grad_shard = bucket.buffer.narrow(0, size * dp_.rank(), size);
+    }
+  }
   for (size_t k = 0; k < params_.size(); ++k) {
     index_of_[params_[k].second.unsafeGetTensorImpl()] = k;
     // The hook outlives this object on the parameter; `alive` keeps a late call harmless.
@@ -107,13 +122,22 @@ void DistributedDataParallel::zero_grad() {
   std::fill(seen_.begin(), seen_.end(), false);
   have_pending_ = false;
   for (auto& bucket : buckets_) bucket.pending = static_cast<int>(bucket.members.size());
+  if (tree_) tree_->reset();
+  for (auto& holder : holders_) holder.mutable_grad().zero_();
+  partial_.clear();
+  written_ = false;
 }
 
 void DistributedDataParallel::set_sync(bool last_microbatch) {
-  sync_ = last_microbatch;
+  sync_ = last_microbatch && !tree_;  // the tree reduces in finish()
 }
 
 void DistributedDataParallel::on_gradient(size_t index) {
+  if (tree_) {
+    seen_[index] = true;
+    written_ = true;
+    return;
+  }
   if (!sync_) return;
   if (have_pending_) mark_final(pending_index_);  // its accumulation has completed by now
   pending_index_ = index;
@@ -126,6 +150,14 @@ void DistributedDataParallel::on_gradient(size_t index) {
 }
 
 void DistributedDataParallel::gradients_ready(const std::vector<torch::Tensor>& params) {
+  if (tree_) {
+    for (const auto& p : params) {
+      const auto it = index_of_.find(p.unsafeGetTensorImpl());
+      if (it != index_of_.end()) seen_[it->second] = true;
+    }
+    written_ = true;
+    return;
+  }
   if (!sync_) return;
   if (have_pending_) mark_final(pending_index_);  // no backward is running: it is complete
   have_pending_ = false;
@@ -136,6 +168,62 @@ void DistributedDataParallel::gradients_ready(const std::vector<torch::Tensor>& 
   for (auto& bucket : buckets_) {
     if (bucket.work) bucket.work->is_completed();  // progress (see on_gradient)
   }
+}
+
+std::vector<torch::Tensor> DistributedDataParallel::buffers() const {
+  std::vector<torch::Tensor> out;
+  for (const auto& bucket : buckets_) out.push_back(bucket.buffer);
+  for (const auto& holder : holders_) out.push_back(holder.grad());
+  return out;
+}
+
+void DistributedDataParallel::add_gradient_holder(const torch::Tensor& holder) {
+  TRIAX_CHECK(tree_ != nullptr, "gradient holders are summed by layout-invariant numerics only");
+  holders_.push_back(holder);
+  // Autograd adds into a defined .grad in place: the holder then behaves as a bucket does.
+  holders_.back().mutable_grad() = torch::zeros_like(holder);
+}
+
+void DistributedDataParallel::microbatch_done(int microbatch, bool final) {
+  if (!tree_) return;
+  torch::NoGradGuard no_grad;
+  // A split backward's I adds only recomputed blocks' gradients, its W the others': the two parts
+  // touch different parameters, so their sum is exact whatever its order.
+  if (!final) {
+    if (!written_) return;
+    partial_[microbatch] = buffers();
+    for (auto& t : partial_[microbatch]) t = t.clone();
+  } else {
+    const auto part = partial_.find(microbatch);
+    if (part != partial_.end()) {
+      std::vector<torch::Tensor> now = buffers();
+      at::_foreach_add_(now, part->second);
+      partial_.erase(part);
+    }
+    tree_->add(microbatch, buffers());
+  }
+  for (auto& t : buffers()) t.zero_();
+  written_ = false;
+}
+
+void DistributedDataParallel::reduce_tree() {
+  torch::NoGradGuard no_grad;
+  TRIAX_CHECK(tree_->complete() && partial_.empty(),
+              "layout-invariant numerics: a micro-batch's backward did not finish this step");
+  const double global_microbatches = static_cast<double>(tree_->leaves()) * dp_.size();
+  const std::vector<torch::Tensor>& root = tree_->root();
+  const std::vector<torch::Tensor> targets = buffers();
+  for (size_t b = 0; b < targets.size(); ++b) {
+    torch::Tensor target = targets[b];
+    target.copy_(root[b]);
+    if (dp_.size() > 1) {
+      const flight::Label label(str("DDP tree all-reduce ", b, " of ", targets.size()));
+      tree_all_reduce(dp_, target);
+    }
+    // One division of the whole batch's sum: the same rounding at every dp.
+    target.div_(global_microbatches);
+  }
+  tree_->reset();
 }
 
 void DistributedDataParallel::mark_final(size_t index) {
@@ -201,6 +289,14 @@ void DistributedDataParallel::finish() {
   if (!unused.empty() && !options_.allow_unused) {
     throw Error(str("DDP: no gradient reached ", unused.size(), " parameter(s) in this step: ",
                     join(unused, ", "), " (set ddp.allow_unused: true if that is intended)"));
+  }
+  if (tree_) {
+    const auto start = std::chrono::steady_clock::now();
+    reduce_tree();
+    exposed_seconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fill(seen_.begin(), seen_.end(), false);
+    return;
   }
   for (size_t k = 0; k < params_.size(); ++k) {
     if (!seen_[k]) mark_final(k);

@@ -20,6 +20,7 @@
 
 #include <torch/torch.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -27,6 +28,7 @@
 
 #include "parallel/comm/communicator.h"
 #include "parallel/dp/gradient_sync.h"
+#include "parallel/dp/microbatch_tree.h"
 
 namespace triax {
 
@@ -44,6 +46,12 @@ struct DdpOptions {
   /// as NCCL), then widened back into the fp32 bucket and divided by dp there. Gradients still
   /// accumulate across micro-batches in the parameters' dtype.
   torch::ScalarType reduce_dtype = torch::kFloat;
+  /// Layout-invariant numerics (Note [Micro-batch tree]) when > 0: the micro-batches of a step on
+  /// this rank (a power of two). Nothing is reduced during backward: after each micro-batch's
+  /// backward its gradients leave the buckets for a MicrobatchTree, and finish() reduces the
+  /// tree's root over dp with tree_all_reduce and divides by the global micro-batch count (the
+  /// losses backpropagate unscaled). fp32 buckets only.
+  int tree_leaves = 0;
 };
 
 class DistributedDataParallel : public GradientSync {
@@ -66,12 +74,14 @@ class DistributedDataParallel : public GradientSync {
   /// A W pass completed these parameters' gradients: on the syncing micro-batch their buckets
   /// may start (the buckets of a split backward become ready as their last W runs).
   void gradients_ready(const std::vector<torch::Tensor>& params) override;
+  void microbatch_done(int microbatch, bool final) override;
+  void add_gradient_holder(const torch::Tensor& holder) override;
 
   int num_buckets() const { return static_cast<int>(buckets_.size()); }
   /// Bucket i's buffers and layout (shard mode).
   DdpBucketView bucket_view(int i) const;
   std::vector<DdpBucketView> bucket_views() const override;
-  bool reduces_in_finish() const override { return options_.shard; }
+  bool reduces_in_finish() const override { return options_.shard && !tree_; }
   size_t parameter_count() const override { return params_.size(); }
   /// Seconds finish() spent waiting for communication in the last step.
   double exposed_seconds() const override { return exposed_seconds_; }
@@ -93,6 +103,8 @@ class DistributedDataParallel : public GradientSync {
   void launch(Bucket& bucket);
   bool narrowed() const;      // gradients cross the group in a narrower dtype than they accumulate
   void land(Bucket& bucket);  // after a narrowed bucket's reduction: widen and average it
+  void reduce_tree();         // finish() of layout-invariant numerics
+  std::vector<torch::Tensor> buffers() const;  // the buckets, then the holders' gradients
 
   std::vector<std::pair<std::string, torch::Tensor>> params_;
   std::unordered_map<const c10::TensorImpl*, size_t> index_of_;  // parameter -> its index
@@ -106,6 +118,10 @@ class DistributedDataParallel : public GradientSync {
   bool have_pending_ = false;
   size_t pending_index_ = 0;
   double exposed_seconds_ = 0;
+  std::unique_ptr<MicrobatchTree> tree_;  // layout-invariant numerics
+  bool written_ = false;                  // a gradient reached the buckets since the last leaf
+  std::map<int, std::vector<torch::Tensor>> partial_;  // a split backward's I part, until its W
+  std::vector<torch::Tensor> holders_;                 // add_gradient_holder
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -25,16 +25,19 @@ double clip_grad_norm(const std::vector<torch::Tensor>& all,
   torch::Tensor squares = sum_of_squares(counted);
   model_parallel.all_reduce(squares, ReduceOp::kSum);
   const double norm = std::sqrt(squares.item<double>());
-  if (max_norm > 0 && norm > max_norm) {
-    const double scale = max_norm / (norm + 1e-6);
-    torch::NoGradGuard no_grad;
-    std::vector<torch::Tensor> grads;
-    for (const auto& g : all) {
-      if (g.defined()) grads.push_back(g);
-    }
-    at::_foreach_mul_(grads, scale);
-  }
+  clip_to_norm(all, norm, max_norm);
   return norm;
+}
+
+void clip_to_norm(const std::vector<torch::Tensor>& all, double norm, double max_norm) {
+  if (max_norm <= 0 || norm <= max_norm) return;
+  const double scale = max_norm / (norm + 1e-6);
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> grads;
+  for (const auto& g : all) {
+    if (g.defined()) grads.push_back(g);
+  }
+  at::_foreach_mul_(grads, scale);
 }
 
 }  // namespace triax

@@ -1,4 +1,4 @@
-// defines: triax::clip_grad_norm
+// defines: triax::clip_grad_norm, triax::clip_to_norm, triax::sum_of_squares
 //
 // Global gradient-norm clipping when the model is spread over tensor and pipeline ranks. The norm
 // must be that of the whole model's gradient, each parameter counted exactly once:
@@ -24,6 +24,9 @@ namespace triax {
 /// Sum of the squares of every element of `tensors` (undefined ones skipped), in double: one fp32
 /// norm per tensor, squared and summed in double. A [1] kDouble tensor, ready to all-reduce.
 torch::Tensor sum_of_squares(const std::vector<torch::Tensor>& tensors);
+
+/// Scales every gradient of `all` by max_norm / (norm + 1e-6) when `norm` exceeds max_norm > 0.
+void clip_to_norm(const std::vector<torch::Tensor>& all, double norm, double max_norm);
 
 /// Returns the global norm before clipping; max_norm <= 0 only measures.
 double clip_grad_norm(const std::vector<torch::Tensor>& all,

@@ -50,13 +50,16 @@ void average_gradients(const std::vector<torch::Tensor>& parameters, Communicato
 
 std::unique_ptr<GradientSync> make_gradient_sync(
     std::vector<std::pair<std::string, torch::Tensor>> parameters, Communicator& dp,
-    const DdpConfig& ddp, torch::ScalarType wire, bool shard) {
+    const DdpConfig& ddp, torch::ScalarType wire, bool shard, int tree_leaves) {
   TRIAX_CHECK(ddp.bucketed || !shard, "a sharded optimizer needs bucketed DDP");
   TRIAX_CHECK(ddp.bucketed || wire == torch::kFloat,
               "ddp.reduce_dtype: bf16 needs ddp.bucketed: true");
+  TRIAX_CHECK(ddp.bucketed || tree_leaves == 0,
+              "train.numerics: layout_invariant needs ddp.bucketed: true");
   if (!ddp.bucketed) return std::make_unique<PerParameterAverage>(std::move(parameters), dp);
   return std::make_unique<DistributedDataParallel>(
-      std::move(parameters), dp, DdpOptions{ddp.bucket_mb, ddp.allow_unused, shard, wire});
+      std::move(parameters), dp,
+      DdpOptions{ddp.bucket_mb, ddp.allow_unused, shard, wire, tree_leaves});
 }
 
 }  // namespace triax

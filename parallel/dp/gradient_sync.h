@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +54,15 @@ class GradientSync {
   /// A split backward's W added to these parameters' .grad itself (no hook sees it): on the
   /// micro-batch that syncs, they are final now.
   virtual void gradients_ready(const std::vector<torch::Tensor>& /*params*/) {}
+  /// After a backward action of `microbatch` that may have added gradients (StageFunctions::
+  /// after_backward); `final` on its last. Layout-invariant numerics take the micro-batch's
+  /// gradients out here; otherwise nothing.
+  virtual void microbatch_done(int /*microbatch*/, bool /*final*/) {}
+  /// Layout-invariant numerics: a leaf outside the parameters (a tied head's alias,
+  /// ModelChunk::tied_head_alias) whose .grad is summed over micro-batches and dp like theirs.
+  virtual void add_gradient_holder(const torch::Tensor& /*holder*/) {
+    throw std::logic_error("this gradient sync sums no gradient holders");
+  }
   /// Seconds finish() waited for communication in the last step (not hidden behind backward).
   virtual double exposed_seconds() const = 0;
   /// Parameters given to the constructor.
@@ -88,9 +98,10 @@ void average_gradients(const std::vector<torch::Tensor>& parameters, Communicato
 
 /// The `ddp:` section's choice over `parameters` (named, for messages); `wire`: the dtype
 /// gradients cross `dp` in (MixedPrecision::wire_dtype); `shard`: bucketed DDP in ZeRO-1 mode
-/// (optimizer.shard: see DdpOptions::shard).
+/// (optimizer.shard: see DdpOptions::shard); `tree_leaves` > 0: layout-invariant numerics over
+/// that many micro-batches per step (DdpOptions::tree_leaves).
 std::unique_ptr<GradientSync> make_gradient_sync(
     std::vector<std::pair<std::string, torch::Tensor>> parameters, Communicator& dp,
-    const DdpConfig& ddp, torch::ScalarType wire, bool shard = false);
+    const DdpConfig& ddp, torch::ScalarType wire, bool shard = false, int tree_leaves = 0);
 
 }  // namespace triax

@@ -18,6 +18,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -55,6 +56,12 @@ class Optimizer {
   virtual void load_state(const std::map<std::string, torch::Tensor>& tensors) = 0;
   /// Bytes of optimizer state this rank holds.
   virtual int64_t state_bytes() const = 0;
+  /// Layout-invariant numerics: step() takes the global norm from `norm` (OrderedGradNorm, over
+  /// the whole reduced gradients) instead of summing its own squares.
+  void set_norm_source(std::function<double()> norm) { norm_source_ = std::move(norm); }
+
+ protected:
+  std::function<double()> norm_source_;
 };
 
 /// The `train:`/`optimizer:` sections' optimizer over `params`. With optimizer.shard: ZeRO-1

@@ -76,7 +76,13 @@ double ReplicatedOptimizer::step(double max_norm) {
     all.push_back(p.tensor.grad());
     if (p.counted) counted.push_back(p.tensor.grad());
   }
-  const double norm = clip_grad_norm(all, counted, max_norm, model_parallel_);
+  double norm = 0;
+  if (norm_source_) {
+    norm = norm_source_();
+    clip_to_norm(all, norm, max_norm);
+  } else {
+    norm = clip_grad_norm(all, counted, max_norm, model_parallel_);
+  }
   optimizer_->step();
   return norm;
 }

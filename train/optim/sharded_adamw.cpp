@@ -48,8 +48,7 @@ ShardedAdamW::ShardedAdamW(const TrainConfig& train, std::vector<OptimizedParam>
               " parameters, the optimizer ", params_.size());
 }
 
-double ShardedAdamW::step(double max_norm) {
-  torch::NoGradGuard no_grad;
+double ShardedAdamW::global_norm() {
   std::vector<torch::Tensor> counted;
   for (const Part& part : parts_) {
     for (const Segment& s : part.segments) {
@@ -59,7 +58,12 @@ double ShardedAdamW::step(double max_norm) {
   torch::Tensor squares = sum_of_squares(counted);
   dp_.all_reduce(squares, ReduceOp::kSum);  // the slices of one replica
   model_parallel_.all_reduce(squares, ReduceOp::kSum);
-  const double norm = std::sqrt(squares.item<double>());
+  return std::sqrt(squares.item<double>());
+}
+
+double ShardedAdamW::step(double max_norm) {
+  torch::NoGradGuard no_grad;
+  const double norm = norm_source_ ? norm_source_() : global_norm();
   if (max_norm > 0 && norm > max_norm) {
     for (Part& part : parts_) part.view.grad_shard.mul_(max_norm / (norm + 1e-6));
   }

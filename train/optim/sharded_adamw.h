@@ -43,6 +43,8 @@ class ShardedAdamW : public Optimizer {
   int64_t state_bytes() const override;
 
  private:
+  /// The norm from this rank's slices, summed over dp and the model-parallel group.
+  double global_norm();
   struct Segment {
     int64_t begin, end;    // in the shard
     size_t param;          // index into params_

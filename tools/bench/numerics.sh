@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): what layout-invariant numerics (train.numerics: layout_invariant,
+# docs/numerics.md) cost against fast, on the main job's GPT (configs/gpt-fortunes.yaml: hidden
+# 128, 4 layers, sequence 64, global batch 32 in micro-batches of 4) at dp 2 (tp 1, pp 1) and at
+# pp 2 (dp 1, tp 1, 1F1B), 2 ranks, one thread each; the trainer's own step
+# (build/triax_bench_step --brief), fast and layout_invariant alternating, medians.
+# Then the deterministic tree all-reduce beside MPI's at 2, 4 and 8 ranks
+# (build/triax_bench_tree_allreduce).
+#   tools/bench/numerics.sh [STEPS] [ROUNDS]        (defaults: 30 steps, 5 rounds)
+# Goal (issue 40): layout_invariant at most 5% slower per step than fast, at dp 2 and at pp 2.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+steps=${1:-30}
+rounds=${2:-5}
+for b in triax_bench_step triax_bench_tree_allreduce; do
+  [ -x "build/$b" ] || { echo "build first: tools/setup.sh build" >&2; exit 2; }
+done
+echo "$(nproc) cores, $(date -u +%F); tokens/s of 2 ranks, one thread each"
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+speed() { sed -E 's/.* ([0-9.]+) tokens\/s.*/\1/'; }
+for layout in "dp2 1 1" "pp2 1 2"; do
+  set -- $layout
+  name=$1 tp=$2 pp=$3
+  common=(configs/gpt-fortunes.yaml --brief --steps "$steps" --set parallel.tensor="$tp"
+          --set parallel.pipeline="$pp" --set train.threads=1)
+  fast=() inv=()
+  for r in $(seq 1 "$rounds"); do
+    fast+=("$(mpirun -np 2 build/triax_bench_step "${common[@]}" --set train.numerics=fast | speed)")
+    inv+=("$(mpirun -np 2 build/triax_bench_step "${common[@]}" --set train.numerics=layout_invariant | speed)")
+    echo "$name round $r: fast ${fast[-1]}, layout_invariant ${inv[-1]} tokens/s"
+  done
+  awk -v n="$name" -v f="$(median "${fast[@]}")" -v i="$(median "${inv[@]}")" 'BEGIN {
+    printf "%s medians: fast %.0f, layout_invariant %.0f tokens/s: overhead %.1f%% (goal <= 5%%: %s)\n",
+      n, f, i, 100 * (f / i - 1), (f / i - 1 <= 0.05 ? "met" : "not met") }'
+done
+for ranks in 2 4 8; do
+  echo "tree all-reduce against MPI's, $ranks ranks (oversubscribed beyond 2):"
+  mpirun -np "$ranks" build/triax_bench_tree_allreduce
+done
