@@ -262,13 +262,13 @@ std::string RunPlan::numerics_guarantee() const {
            "for bit; train.numerics: layout_invariant makes dp, pp, schedules, recompute and "
            "ZeRO-1 bit-identical)";
   }
-  return str("numerics: layout_invariant (losses, gradient norms and parameters bit-identical to "
-             "one process at any dp, pipeline depth, schedule, recompute and ZeRO-1, with micro-"
-             "batches of ",
-             batch.micro_batch,
-             layout.tp_size() > 1 ? "; not across tensor-parallel sizes: tp splits the matmuls' sums"
-                                  : "",
-             ": docs/numerics.md)");
+  return str(
+      "numerics: layout_invariant (losses, gradient norms and parameters bit-identical to "
+      "one process at any dp, pipeline depth, schedule, recompute and ZeRO-1, with micro-"
+      "batches of ",
+      batch.micro_batch,
+      layout.tp_size() > 1 ? "; not across tensor-parallel sizes: tp splits the matmuls' sums" : "",
+      ": docs/numerics.md)");
 }
 
 }  // namespace triax

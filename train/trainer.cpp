@@ -39,6 +39,11 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
   // The tree's dp levels need the flat group: a hierarchical one associates by node.
   Communicator& dp = invariant() ? context_.dp() : context_.dp_gradients();
   const int tree_leaves = invariant() ? static_cast<int>(plan_.num_microbatches) : 0;
+  // Without split backward passes autograd may add a micro-batch pair in the buckets itself.
+  bool split = false;
+  for (const Action& a : schedule_.ranks[static_cast<size_t>(context_.pp_rank())]) {
+    split = split || a.kind == ActionKind::kBackwardInput || a.kind == ActionKind::kBackwardWeight;
+  }
   std::vector<std::pair<std::string, torch::Tensor>> norm_keys;
   for (int c = 0; c < schedule_.chunks; ++c) {
     const int stage = schedule_.stage_of(context_.pp_rank(), c);
@@ -177,7 +182,8 @@ double Trainer::step_local(const Batch& local) {
     phases_.forward += seconds_since(t);
     return out;
   };
-  stage.before_backward = [&](int chunk, int, bool last) {
+  stage.before_backward = [&](int chunk, int microbatch, bool last) {
+    ddp_[static_cast<size_t>(chunk)]->microbatch_starts(microbatch);
     ddp_[static_cast<size_t>(chunk)]->set_sync(last);
   };
   stage.weights_ready = [&](int chunk, const std::vector<torch::Tensor>& params) {

@@ -123,6 +123,8 @@ void DistributedDataParallel::zero_grad() {
   have_pending_ = false;
   for (auto& bucket : buckets_) bucket.pending = static_cast<int>(bucket.members.size());
   if (tree_) tree_->reset();
+  held_ = -1;
+  root_ready_ = false;
   for (auto& holder : holders_) holder.mutable_grad().zero_();
   partial_.clear();
   written_ = false;
@@ -184,6 +186,15 @@ void DistributedDataParallel::add_gradient_holder(const torch::Tensor& holder) {
   holders_.back().mutable_grad() = torch::zeros_like(holder);
 }
 
+void DistributedDataParallel::microbatch_starts(int microbatch) {
+  if (held_ < 0 || microbatch == held_ + 1) return;
+  // Another micro-batch's backward would land on the held one: it enters the tree alone.
+  torch::NoGradGuard no_grad;
+  root_ready_ = tree_->add(0, held_, buffers());
+  held_ = -1;
+  for (auto& t : buffers()) t.zero_();
+}
+
 void DistributedDataParallel::microbatch_done(int microbatch, bool final) {
   if (!tree_) return;
   torch::NoGradGuard no_grad;
@@ -193,29 +204,42 @@ void DistributedDataParallel::microbatch_done(int microbatch, bool final) {
     if (!written_) return;
     partial_[microbatch] = buffers();
     for (auto& t : partial_[microbatch]) t = t.clone();
-  } else {
-    const auto part = partial_.find(microbatch);
-    if (part != partial_.end()) {
-      std::vector<torch::Tensor> now = buffers();
-      at::_foreach_add_(now, part->second);
-      partial_.erase(part);
-    }
-    tree_->add(microbatch, buffers());
+    for (auto& t : buffers()) t.zero_();
+    written_ = false;
+    return;
   }
-  for (auto& t : buffers()) t.zero_();
   written_ = false;
+  const auto part = partial_.find(microbatch);
+  if (part != partial_.end()) {
+    std::vector<torch::Tensor> now = buffers();
+    at::_foreach_add_(now, part->second);
+    partial_.erase(part);
+  }
+  if (options_.tree_pairs && held_ < 0 && microbatch % 2 == 0 && microbatch + 1 < tree_->leaves()) {
+    held_ = microbatch;  // the next micro-batch's backward adds onto it
+    return;
+  }
+  int level = 0, index = microbatch;
+  if (held_ >= 0) {
+    TRIAX_CHECK(held_ == microbatch - 1, "DDP: micro-batch ", microbatch, " ended on ", held_);
+    level = 1;
+    index = microbatch / 2;
+    held_ = -1;
+  }
+  root_ready_ = tree_->add(level, index, buffers());
+  if (!root_ready_) {
+    for (auto& t : buffers()) t.zero_();
+  }
 }
 
 void DistributedDataParallel::reduce_tree() {
   torch::NoGradGuard no_grad;
-  TRIAX_CHECK(tree_->complete() && partial_.empty(),
+  TRIAX_CHECK(root_ready_ && held_ < 0 && partial_.empty(),
               "layout-invariant numerics: a micro-batch's backward did not finish this step");
   const double global_microbatches = static_cast<double>(tree_->leaves()) * dp_.size();
-  const std::vector<torch::Tensor>& root = tree_->root();
-  const std::vector<torch::Tensor> targets = buffers();
+  const std::vector<torch::Tensor> targets = buffers();  // they hold the root
   for (size_t b = 0; b < targets.size(); ++b) {
     torch::Tensor target = targets[b];
-    target.copy_(root[b]);
     if (dp_.size() > 1) {
       const flight::Label label(str("DDP tree all-reduce ", b, " of ", targets.size()));
       tree_all_reduce(dp_, target);

@@ -52,6 +52,10 @@ struct DdpOptions {
   /// tree's root over dp with tree_all_reduce and divides by the global micro-batch count (the
   /// losses backpropagate unscaled). fp32 buckets only.
   int tree_leaves = 0;
+  /// With tree_leaves: the schedule runs each micro-batch's backward as one B (no split), so
+  /// autograd may add micro-batch 2j + 1 onto 2j in the buckets — their level-1 node, exactly —
+  /// saving a copy per pair (a pair broken by another micro-batch's backward is taken apart).
+  bool tree_pairs = false;
 };
 
 class DistributedDataParallel : public GradientSync {
@@ -74,6 +78,7 @@ class DistributedDataParallel : public GradientSync {
   /// A W pass completed these parameters' gradients: on the syncing micro-batch their buckets
   /// may start (the buckets of a split backward become ready as their last W runs).
   void gradients_ready(const std::vector<torch::Tensor>& params) override;
+  void microbatch_starts(int microbatch) override;
   void microbatch_done(int microbatch, bool final) override;
   void add_gradient_holder(const torch::Tensor& holder) override;
 
@@ -122,6 +127,8 @@ class DistributedDataParallel : public GradientSync {
   bool written_ = false;                  // a gradient reached the buckets since the last leaf
   std::map<int, std::vector<torch::Tensor>> partial_;  // a split backward's I part, until its W
   std::vector<torch::Tensor> holders_;                 // add_gradient_holder
+  int held_ = -1;            // tree_pairs: the micro-batch the buckets hold, awaiting its partner
+  bool root_ready_ = false;  // the buckets hold the tree's root
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

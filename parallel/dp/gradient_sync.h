@@ -58,6 +58,8 @@ class GradientSync {
   /// after_backward); `final` on its last. Layout-invariant numerics take the micro-batch's
   /// gradients out here; otherwise nothing.
   virtual void microbatch_done(int /*microbatch*/, bool /*final*/) {}
+  /// Before each backward action of `microbatch` (StageFunctions::before_backward).
+  virtual void microbatch_starts(int /*microbatch*/) {}
   /// Layout-invariant numerics: a leaf outside the parameters (a tied head's alias,
   /// ModelChunk::tied_head_alias) whose .grad is summed over micro-batches and dp like theirs.
   virtual void add_gradient_holder(const torch::Tensor& /*holder*/) {
@@ -99,9 +101,11 @@ void average_gradients(const std::vector<torch::Tensor>& parameters, Communicato
 /// The `ddp:` section's choice over `parameters` (named, for messages); `wire`: the dtype
 /// gradients cross `dp` in (MixedPrecision::wire_dtype); `shard`: bucketed DDP in ZeRO-1 mode
 /// (optimizer.shard: see DdpOptions::shard); `tree_leaves` > 0: layout-invariant numerics over
-/// that many micro-batches per step (DdpOptions::tree_leaves).
+/// that many micro-batches per step, `tree_pairs` when no backward is split
+/// (DdpOptions::tree_leaves, tree_pairs).
 std::unique_ptr<GradientSync> make_gradient_sync(
     std::vector<std::pair<std::string, torch::Tensor>> parameters, Communicator& dp,
-    const DdpConfig& ddp, torch::ScalarType wire, bool shard = false, int tree_leaves = 0);
+    const DdpConfig& ddp, torch::ScalarType wire, bool shard = false, int tree_leaves = 0,
+    bool tree_pairs = false);
 
 }  // namespace triax

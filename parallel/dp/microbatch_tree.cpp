@@ -21,40 +21,33 @@ std::vector<torch::Tensor> MicrobatchTree::take_buffer(const std::vector<torch::
   return buffer;
 }
 
-void MicrobatchTree::add(int index, const std::vector<torch::Tensor>& leaf) {
-  TRIAX_CHECK(index >= 0 && index < leaves_, "MicrobatchTree: leaf ", index, " of ", leaves_);
-  TRIAX_CHECK(!nodes_.count({0, index}) && !complete(), "MicrobatchTree: leaf ", index,
-              " arrived twice");
+bool MicrobatchTree::add(int level, int index, const std::vector<torch::Tensor>& node) {
+  TRIAX_CHECK(level >= 0 && level <= levels_ && index >= 0 && index < (leaves_ >> level),
+              "MicrobatchTree: no node (", level, ", ", index, ") in a tree of ", leaves_,
+              " leaves");
+  TRIAX_CHECK(!waiting_.count({level, index}), "MicrobatchTree: node (", level, ", ", index,
+              ") arrived twice");
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> sum = take_buffer(leaf);
-  for (size_t k = 0; k < leaf.size(); ++k) sum[k].copy_(leaf[k]);
-  int level = 0;
   while (level < levels_) {
-    const auto sibling = nodes_.find({level, index ^ 1});
-    if (sibling == nodes_.end()) break;
-    // (left + right): the operands commute exactly, so adding into either gives the node.
-    at::_foreach_add_(sum, sibling->second);
+    const auto sibling = waiting_.find({level, index ^ 1});
+    if (sibling == waiting_.end()) break;
+    // left + right: the operands commute exactly, so adding into either gives the node.
+    at::_foreach_add_(node, sibling->second);
     spare_.push_back(std::move(sibling->second));
-    nodes_.erase(sibling);
+    waiting_.erase(sibling);
     ++level;
     index /= 2;
   }
-  nodes_[{level, index}] = std::move(sum);
-}
-
-bool MicrobatchTree::complete() const {
-  return nodes_.count({levels_, 0}) > 0;
-}
-
-const std::vector<torch::Tensor>& MicrobatchTree::root() const {
-  const auto it = nodes_.find({levels_, 0});
-  TRIAX_CHECK(it != nodes_.end(), "MicrobatchTree: the root before every leaf arrived");
-  return it->second;
+  if (level == levels_) return true;
+  std::vector<torch::Tensor> copy = take_buffer(node);
+  for (size_t k = 0; k < node.size(); ++k) copy[k].copy_(node[k]);
+  waiting_[{level, index}] = std::move(copy);
+  return false;
 }
 
 void MicrobatchTree::reset() {
-  for (auto& node : nodes_) spare_.push_back(std::move(node.second));
-  nodes_.clear();
+  for (auto& node : waiting_) spare_.push_back(std::move(node.second));
+  waiting_.clear();
 }
 
 }  // namespace triax
