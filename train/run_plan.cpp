@@ -162,21 +162,26 @@ void check_reduce_dtype(const Config& config) {
   }
 }
 
-// Layout-invariant numerics sum each rank's micro-batches as a perfect binary tree, whose root
-// is a subtree of the one over the global batch only when their count is a power of two; and a
-// bf16 wire rounds only where there is a wire (dp > 1), so its sums would depend on dp.
+// Layout-invariant numerics: a rank's micro-batches must form a subtree of the tree over the
+// global batch (with dp > 1 the tree over ranks joins those subtrees: their count a power of two);
+// a bf16 wire rounds only where there is a wire (dp > 1), and dropout draws each rank's masks from
+// its own stream in its own order: both would make the bits depend on the layout.
 void check_numerics(const Config& config, const BatchPlan& batch) {
   if (config.train.numerics != Numerics::kLayoutInvariant) return;
   const int64_t m = batch.num_microbatches;
-  if ((m & (m - 1)) != 0) {
-    int64_t below = 1;
-    while (below * 2 < m) below *= 2;
+  if (batch.dp > 1 && (m & (m - 1)) != 0) {
+    std::vector<std::string> valid;
+    for (int64_t b = 1; b <= batch.local_batch; ++b) {
+      const int64_t count = batch.local_batch / b;
+      if (batch.local_batch % b == 0 && (count & (count - 1)) == 0) valid.push_back(str(b));
+    }
     throw ConfigError(
-        str("train.numerics: layout_invariant sums each rank's micro-batches as a binary tree and "
-            "needs a power-of-two count per rank; this run has ",
-            m, " (global_batch ", batch.global_batch, " / dp ", batch.dp, " / micro_batch ",
-            batch.micro_batch, "); valid: a micro_batch giving ", below, " or ", below * 2,
-            " micro-batches, or train.numerics: fast"));
+        str("train.micro_batch: ", batch.micro_batch, " gives ", m,
+            " micro-batches per rank (global_batch ", batch.global_batch, " / dp ", batch.dp, " / ",
+            batch.micro_batch,
+            "); train.numerics: layout_invariant at dp > 1 needs a power-of-two count per rank "
+            "(each rank's micro-batches are a subtree of the global batch's tree); valid: ",
+            join(valid, ", "), ", or train.numerics: fast"));
   }
   if (!config.ddp.bucketed) {
     throw ConfigError(
@@ -188,6 +193,12 @@ void check_numerics(const Config& config, const BatchPlan& batch) {
                           " rounds gradients only where they cross ranks (dp > 1), so the sums "
                           "would depend on dp; train.numerics: layout_invariant needs "
                           "ddp.reduce_dtype: fp32 (or set train.numerics: fast)"));
+  }
+  if (config.model.dropout > 0) {
+    throw ConfigError(str("model.dropout: ", config.model.dropout,
+                          " draws each rank's masks from its own stream in its own order, so they "
+                          "would depend on the layout; train.numerics: layout_invariant needs "
+                          "model.dropout: 0 (or set train.numerics: fast)"));
   }
 }
 
@@ -258,15 +269,15 @@ std::string RunPlan::describe() const {
 
 std::string RunPlan::numerics_guarantee() const {
   if (config.train.numerics == Numerics::kFast) {
-    return "numerics: fast (sums in the layout's order: another layout agrees to ~1e-6, not bit "
-           "for bit; train.numerics: layout_invariant makes dp, pp, schedules, recompute and "
-           "ZeRO-1 bit-identical)";
+    return "numerics: fast (sums in the layout's order: another layout agrees to rounding (~1e-6 "
+           "in fp32), not bit for bit; train.numerics: layout_invariant makes dp, pp, schedules, "
+           "recompute and ZeRO-1 bit-identical)";
   }
   return str(
       "numerics: layout_invariant (losses, gradient norms and parameters bit-identical to "
       "one process at any dp, pipeline depth, schedule, recompute and ZeRO-1, with micro-"
       "batches of ",
-      batch.micro_batch,
+      batch.micro_batch, " and the same threads per rank",
       layout.tp_size() > 1 ? "; not across tensor-parallel sizes: tp splits the matmuls' sums" : "",
       ": docs/numerics.md)");
 }

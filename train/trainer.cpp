@@ -69,7 +69,7 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     }
     ddp_.push_back(make_gradient_sync(std::move(named), dp, config_.ddp,
                                       MixedPrecision(config_).wire_dtype(), config_.optimizer.shard,
-                                      tree_leaves));
+                                      tree_leaves, /*tree_pairs=*/!split));
     const torch::Tensor alias = chunks_.back()->tied_head_alias();
     if (alias.defined()) {  // both ends of a tied model on this chunk (layout-invariant numerics)
       ddp_.back()->add_gradient_holder(alias);

@@ -190,7 +190,7 @@ void DistributedDataParallel::microbatch_starts(int microbatch) {
   if (held_ < 0 || microbatch == held_ + 1) return;
   // Another micro-batch's backward would land on the held one: it enters the tree alone.
   torch::NoGradGuard no_grad;
-  root_ready_ = tree_->add(0, held_, buffers());
+  root_ready_ = tree_->add(held_, held_ + 1, buffers());
   held_ = -1;
   for (auto& t : buffers()) t.zero_();
 }
@@ -215,18 +215,17 @@ void DistributedDataParallel::microbatch_done(int microbatch, bool final) {
     at::_foreach_add_(now, part->second);
     partial_.erase(part);
   }
-  if (options_.tree_pairs && held_ < 0 && microbatch % 2 == 0 && microbatch + 1 < tree_->leaves()) {
+  if (options_.tree_pairs && held_ < 0 && tree_->is_node(microbatch, microbatch + 2)) {
     held_ = microbatch;  // the next micro-batch's backward adds onto it
     return;
   }
-  int level = 0, index = microbatch;
+  int first = microbatch;
   if (held_ >= 0) {
     TRIAX_CHECK(held_ == microbatch - 1, "DDP: micro-batch ", microbatch, " ended on ", held_);
-    level = 1;
-    index = microbatch / 2;
+    first = held_;
     held_ = -1;
   }
-  root_ready_ = tree_->add(level, index, buffers());
+  root_ready_ = tree_->add(first, microbatch + 1, buffers());
   if (!root_ready_) {
     for (auto& t : buffers()) t.zero_();
   }

@@ -47,13 +47,13 @@ struct DdpOptions {
   /// accumulate across micro-batches in the parameters' dtype.
   torch::ScalarType reduce_dtype = torch::kFloat;
   /// Layout-invariant numerics (Note [Micro-batch tree]) when > 0: the micro-batches of a step on
-  /// this rank (a power of two). Nothing is reduced during backward: after each micro-batch's
-  /// backward its gradients leave the buckets for a MicrobatchTree, and finish() reduces the
-  /// tree's root over dp with tree_all_reduce and divides by the global micro-batch count (the
-  /// losses backpropagate unscaled). fp32 buckets only.
+  /// this rank (a power of two when dp > 1). Nothing is reduced during backward: after each
+  /// micro-batch's backward its gradients leave the buckets for a MicrobatchTree, and finish()
+  /// reduces the tree's root over dp with tree_all_reduce and divides by the global micro-batch
+  /// count (the losses backpropagate unscaled). fp32 buckets only.
   int tree_leaves = 0;
   /// With tree_leaves: the schedule runs each micro-batch's backward as one B (no split), so
-  /// autograd may add micro-batch 2j + 1 onto 2j in the buckets — their level-1 node, exactly —
+  /// autograd may add micro-batch 2j + 1 onto 2j in the buckets — their node of the tree, exactly —
   /// saving a copy per pair (a pair broken by another micro-batch's backward is taken apart).
   bool tree_pairs = false;
 };

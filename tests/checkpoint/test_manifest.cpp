@@ -193,6 +193,7 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
                                 "    tokenizer: \"bytes\"\n",
                                 "    precision: \"fp32\"\n",
                                 "    bf16_matmul: \"auto\"\n",
+                                "    numerics: \"fast\"\n",
                                 "    reduce_dtype: \"fp32\"\n",
                                 "    heartbeat_s: 15\n",
                                 "    async: false\n"}) {
