@@ -207,8 +207,9 @@ double Trainer::step_local(const Batch& local) {
   grad_norm_ = optimizer_->step(config_.train.clip_grad);
   phases_.optimizer = seconds_since(t);
   t = Clock::now();
-  loss = invariant() ? global_mean_loss() : loss;
-  if (!invariant()) {
+  if (invariant()) {
+    loss = global_mean_loss();
+  } else {
     torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
     context_.dp().all_reduce(mean, ReduceOp::kAvg);
     loss = mean.item<double>();
