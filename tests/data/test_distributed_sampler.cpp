@@ -107,3 +107,12 @@ TEST_CASE("matches PyTorch's DistributedSampler exactly", "[sampler][python]") {
     CHECK(indices_of(c.n, c.replicas, c.rank, c.shuffle, c.seed, c.epoch, c.drop_last) == expected);
   }
 }
+
+TEST_CASE("the block deal gives rank r the r-th contiguous block of a global batch", "[sampler]") {
+  const torch::Tensor global = torch::arange(12, torch::kLong).view({12, 1});
+  torch::Tensor joined = torch::cat({DistributedSampler::block_rows(global, 0, 3),
+                                     DistributedSampler::block_rows(global, 1, 3),
+                                     DistributedSampler::block_rows(global, 2, 3)});
+  CHECK(torch::equal(joined, global));
+  CHECK_THROWS(DistributedSampler::block_rows(global, 0, 5));
+}

@@ -87,3 +87,34 @@ TEST_CASE("the data is opened when asked, and its absence reported or refused", 
   CHECK_FALSE(reported.has_data);
   CHECK_THAT(reported.describe(), Contains("data: data.tokens: '/nonexistent' has no train.tok"));
 }
+
+TEST_CASE(
+    "layout-invariant numerics: plan_run refuses what would make the bits depend on the "
+    "layout, and says the guarantee",
+    "[plan]") {
+  Config c = gpt(1, 1);  // global batch 8
+  c.train.numerics = Numerics::kLayoutInvariant;
+  c.train.global_batch = 12;
+  c.train.micro_batch = 2;  // dp 2: 3 micro-batches per rank
+  CHECK_THROWS_WITH(
+      plan_run(c, 2, DataCheck::kSkip),
+      Contains("train.micro_batch: 2 gives 3 micro-batches per rank") && Contains("valid: 3, 6"));
+  CHECK_NOTHROW(plan_run(c, 1, DataCheck::kSkip));  // one process: 6 leaves, left-balanced
+  c.train.micro_batch = 3;                          // dp 2: 2 each
+  const RunPlan plan = plan_run(c, 2, DataCheck::kSkip);
+  CHECK_THAT(plan.numerics_guarantee(),
+             Contains("bit-identical to one process") && Contains("micro-batches of 3"));
+  CHECK_THAT(plan.describe(), Contains("numerics: layout_invariant"));
+  Config dropout = c;
+  dropout.model.dropout = 0.1;
+  CHECK_THROWS_WITH(plan_run(dropout, 2, DataCheck::kSkip),
+                    Contains("model.dropout: 0.1") && Contains("model.dropout: 0"));
+  Config wire = c;
+  wire.ddp.reduce_dtype = Precision::kBf16;
+  CHECK_THROWS_WITH(plan_run(wire, 2, DataCheck::kSkip), Contains("ddp.reduce_dtype: bf16"));
+  Config unbucketed = c;
+  unbucketed.ddp.bucketed = false;
+  CHECK_THROWS_WITH(plan_run(unbucketed, 2, DataCheck::kSkip), Contains("ddp.bucketed is false"));
+  c.train.numerics = Numerics::kFast;
+  CHECK_THAT(plan_run(c, 2, DataCheck::kSkip).numerics_guarantee(), Contains("numerics: fast"));
+}
