@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 
+#include <torch/torch.h>
 #include "core/log.h"
 #include "core/strings.h"
 #include "parallel/comm/mpi_runtime.h"

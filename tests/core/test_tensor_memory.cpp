@@ -1,6 +1,7 @@
 // The counting allocator sees every CPU tensor allocated after install(): live bytes go up by a
 // tensor's size and back down when it is freed, and the peak remembers the high water mark.
 // The op profile names the ops a stretch of code ran, with their call counts.
+#include <torch/torch.h>
 #include <catch2/catch.hpp>
 
 #include <algorithm>

@@ -6,6 +6,7 @@
 // trained here encodes like spm_encode; decode(encode(x)) = x for any bytes.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>

@@ -1,5 +1,6 @@
 #include "tools/commands/command.h"
 
+#include <torch/version.h>
 #include <cstdio>
 #include <vector>
 
