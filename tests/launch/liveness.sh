@@ -3,8 +3,8 @@
 #   1. a rank stopped with SIGSTOP at step 3 (rank 3, then rank 0, the heartbeat's watcher) is
 #      declared lost and the job ends on every survivor within 30 s, naming the rank, its pid and
 #      host (and, for rank 3, its last action); its flight record says so
-#   2. a rank merely slow — its checkpoint write stalled 60 s (TRIAX_STALL), longer than the
-#      heartbeat's bound, while its peers wait in the save's collective — is never declared lost:
+#   2. a rank merely slow — its checkpoint write stalled 25 s (TRIAX_STALL), longer than the
+#      heartbeat's bound (silent for comm.heartbeat_s = 15 s is lost), while its peers wait in the save's collective — is never declared lost:
 #      the run finishes, exit 0
 # With LAUNCHER=torchrun the same runs go through a real torchrun (tcp backend); with
 # LAUNCHER=srun through `srun -N 2 --ntasks-per-node 2` on a 2-node Slurm cluster of namespace
@@ -13,7 +13,7 @@
 set -uo pipefail
 WORK=$1 LAUNCHER=$2 TRIAX=$3 CONFIG=$4
 shift 4
-STALL=${STALL:-60}  # seconds; longer than comm.heartbeat_s (15) is what matters
+STALL=${STALL:-25}  # seconds; longer than comm.heartbeat_s (15) is what matters
 # VICTIMS: the ranks stopped in turn (default "3 0": a rank, then the heartbeat's watcher).
 if [ "$(basename "$LAUNCHER")" = torchrun ]; then
   LAUNCH=(torchrun --no_python -r 9:1 -t 9:1 --standalone --nproc_per_node=4)
