@@ -22,17 +22,20 @@ class TokenBatches : public BatchSource {
         held_out_(plan.corpus->val, plan.batch.global_batch, plan.batch.dp, dp_rank,
                   /*shuffle=*/false, 0, block_deal(plan)),
         eval_batches_(plan.data.eval_batches),
-        microbatches_(static_cast<int>(plan.batch.num_microbatches)) {}
+        microbatches_(static_cast<int>(plan.batch.num_microbatches)),
+        in_blocks_(block_deal(plan)) {}
   Batch train_batch(int64_t step) override { return token_batch(train_.local(step)); }
   int64_t eval_batches() const override { return eval_batches_; }
   EvalBatch eval_batch(int64_t k) override {
     return EvalBatch{token_batch(held_out_.local(k)), microbatches_};
   }
+  bool eval_in_blocks() const override { return in_blocks_; }
 
  private:
   LocalBatches train_, held_out_;
   int64_t eval_batches_;
   int microbatches_;
+  bool in_blocks_;
 };
 
 class ImageBatches : public BatchSource {

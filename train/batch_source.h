@@ -34,6 +34,9 @@ class BatchSource {
   /// Batches of one evaluation (on this rank: it may hold fewer rows than others).
   virtual int64_t eval_batches() const = 0;
   virtual EvalBatch eval_batch(int64_t k) = 0;
+  /// Whether evaluation batch k is dealt in contiguous blocks of equal micro-batches on every rank
+  /// (layout-invariant numerics then sum its metrics in global order: Trainer::evaluation_mean).
+  virtual bool eval_in_blocks() const { return false; }
 };
 
 /// The batches of `plan`'s data (opened) for dp rank `dp_rank`.

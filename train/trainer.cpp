@@ -137,7 +137,33 @@ const Schedule& Trainer::eval_schedule(int microbatches) {
 
 EvalSum Trainer::evaluate_rows(const Batch& local, int microbatches) {
   const double samples = static_cast<double>(local.size());
-  return EvalSum{evaluate_mean(local, microbatches) * samples, samples};
+  const double mean = evaluate_mean(local, microbatches);
+  const PipelineExecutor& executor = eval_executor_ ? *eval_executor_ : *executor_;
+  return EvalSum{mean * samples, samples, executor.microbatch_losses()};
+}
+
+double Trainer::evaluation_mean(const std::vector<EvalSum>& parts, bool in_blocks) {
+  if (!(invariant() && in_blocks)) {
+    EvalSum sum;
+    for (const EvalSum& part : parts) {
+      sum.sum += part.sum;
+      sum.samples += part.samples;
+    }
+    torch::Tensor total = torch::tensor({sum.sum, sum.samples}, torch::kDouble);
+    context_.dp().all_reduce(total, ReduceOp::kSum);
+    return total[0].item<double>() / total[1].item<double>();
+  }
+  // Equal micro-batches everywhere: the mean of their metrics is the mean over samples.
+  std::vector<double> global;
+  const int64_t ranks = context_.dp_size();
+  for (const EvalSum& part : parts) {
+    const int64_t m = static_cast<int64_t>(part.microbatches.size());
+    torch::Tensor all = torch::empty({m * ranks}, torch::kDouble);
+    context_.dp().all_gather_async(all, torch::tensor(part.microbatches, torch::kDouble))->wait();
+    const double* v = all.data_ptr<double>();
+    global.insert(global.end(), v, v + all.numel());
+  }
+  return tree_sum_numbers(global) / static_cast<double>(global.size());
 }
 
 double Trainer::evaluate_mean(const Batch& local, int microbatches) {
@@ -156,10 +182,9 @@ double Trainer::evaluate_mean(const Batch& local, int microbatches) {
 double Trainer::evaluate_local(const Batch& local) {
   TRIAX_CHECK(local.size() == plan_.local_batch, "expected this rank's ", plan_.local_batch,
               " samples, got ", local.size());
-  torch::Tensor mean = torch::tensor(
-      {evaluate_mean(local, static_cast<int>(plan_.num_microbatches))}, torch::kDouble);
-  context_.dp().all_reduce(mean, ReduceOp::kAvg);
-  return mean.item<double>();
+  // Every rank's share has the same samples, so the mean over ranks' sums is the global mean.
+  return evaluation_mean({evaluate_rows(local, static_cast<int>(plan_.num_microbatches))},
+                         /*in_blocks=*/true);
 }
 
 double Trainer::step_local(const Batch& local) {

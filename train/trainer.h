@@ -51,10 +51,12 @@ struct StepPhases {
 };
 
 /// An evaluation's running sum on one rank: the metric times the samples it covers, and those
-/// samples (the mean over ranks and batches is sum / samples).
+/// samples (the mean over ranks and batches is sum / samples); and each micro-batch's metric, in
+/// order (what layout-invariant numerics sum).
 struct EvalSum {
   double sum = 0;
   double samples = 0;
+  std::vector<double> microbatches;
 };
 
 class Trainer {
@@ -73,6 +75,12 @@ class Trainer {
   /// The metric's mean over the global batch whose share is `local` (as step_local; a
   /// collective over dp).
   double evaluate_local(const Batch& local);
+  /// The mean over every rank's parts of one evaluation (a collective over dp). `in_blocks`: each
+  /// rank's part k is its contiguous block of evaluation batch k, in equal micro-batches on every
+  /// rank; then layout-invariant numerics sum every micro-batch's metric in global order (batch,
+  /// rank, micro-batch) by the tree and divide once, so the figure does not depend on dp or pp.
+  /// Otherwise the parts' sums are added and all-reduced.
+  double evaluation_mean(const std::vector<EvalSum>& parts, bool in_blocks);
   /// The learning rate of the following steps (the LR schedule's value).
   void set_learning_rate(double lr) { optimizer_->set_learning_rate(lr); }
   /// Record each pipeline action's timing in the following steps (schedule.trace).

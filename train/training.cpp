@@ -195,19 +195,20 @@ void Training::write_trace(Trainer& trainer, int64_t step) {
 }
 
 // The spec's metric over one evaluation's batches (train/batch_source.h: the same samples every
-// time, so evaluations are comparable across a run and across layouts), summed over dp.
+// time, so evaluations are comparable across a run and across layouts), over every rank's
+// (Trainer::evaluation_mean: in layout-invariant numerics, in the canonical order).
 Training::Evaluation Training::evaluate(Trainer& trainer, BatchSource& batches) {
-  EvalSum sum;
+  std::vector<EvalSum> parts;
+  double samples = 0;
   for (int64_t k = 0; k < batches.eval_batches(); ++k) {
     const EvalBatch batch = batches.eval_batch(k);
-    const EvalSum part = trainer.evaluate_rows(batch.batch, batch.microbatches);
-    sum.sum += part.sum;
-    sum.samples += part.samples;
+    parts.push_back(trainer.evaluate_rows(batch.batch, batch.microbatches));
+    samples += parts.back().samples;
   }
-  torch::Tensor total = torch::tensor({sum.sum, sum.samples}, torch::kDouble);
+  const double mean = trainer.evaluation_mean(parts, batches.eval_in_blocks());
+  torch::Tensor total = torch::tensor({samples}, torch::kDouble);
   context_.dp().all_reduce(total, ReduceOp::kSum);
-  return Evaluation{total[0].item<double>() / total[1].item<double>(),
-                    static_cast<int64_t>(std::llround(total[1].item<double>()))};
+  return Evaluation{mean, static_cast<int64_t>(std::llround(total.item<double>()))};
 }
 
 void Training::save(Trainer& trainer, BackgroundSave& saves, int64_t step, bool wait) {

@@ -3,15 +3,16 @@
 // 4, 8) — each dp x pp with dp * pp = ranks (dp 3 and pp 3 at 3 ranks), every schedule that fits
 // (GPipe, 1F1B, interleaved, ZB-H1, ZB-V; interleaved also on one pipeline rank), and at 1F1B full
 // and selective recompute and ZeRO-1 — for the GPT (tied embedding) and the Llama, in fp32 and in
-// bf16: 20 AdamW steps with clipping active, every step's loss and gradient norm and every final
-// parameter compared with memcmp. Bitwise, no tolerance. The reference is also held against fast
-// numerics on one process, so a mistake every layout would share cannot pass. Tensor parallelism
-// splits the matmuls' sums, so tp = 2 rows are held to the composition test's bounds instead
-// (test_composition.cpp): fp32 1e-5 relative on each step's loss and norm, 5e-5 absolute on the
-// parameters; bf16 (a row-parallel matmul rounds each rank's partial sum to bf16) 2e-3 on the loss,
-// 1e-1 on the norm (measured 6.5e-2 here: the last steps' small gradients, global batch 16), 8e-2
-// on the parameters. Between themselves, the tp = 2 rows of one launch are bitwise equal: every dp,
-// pp, schedule, recompute and ZeRO-1 at tp = 2 gives the same bits.
+// bf16: 20 AdamW steps with clipping active, every step's loss and gradient norm, every final
+// parameter and then a held-out evaluation compared with memcmp. Bitwise, no tolerance. The
+// reference is also held against fast numerics on one process, so a mistake every layout would
+// share cannot pass. Tensor parallelism splits the matmuls' sums, so tp = 2 rows are held to the
+// composition test's bounds instead (test_composition.cpp): fp32 1e-5 relative on each step's loss
+// and norm, 5e-5 absolute on the parameters; bf16 (a row-parallel matmul rounds each rank's partial
+// sum to bf16) 2e-3 on the loss, 1e-1 on the norm (measured 6.5e-2 here: the last steps' small
+// gradients, global batch 16), 8e-2 on the parameters. Between themselves, the tp = 2 rows of one
+// launch are bitwise equal: every dp, pp, schedule, recompute and ZeRO-1 at tp = 2 gives the same
+// bits.
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -19,6 +20,7 @@
 #include <map>
 #include <optional>
 
+#include "data/distributed_sampler.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/tp/shard_spec.h"
 #include "support/test_world.h"
@@ -54,6 +56,7 @@ struct Variant {
 
 struct Run {
   std::vector<double> losses, norms;
+  double eval = 0;  // the held-out metric after training (a batch no step saw)
   std::map<std::string, torch::Tensor> params;  // by name (a tied copy under its name too)
   std::map<std::string, ShardSpec> specs;       // the tp-sharded ones
   bool copies_equal = true;  // a tied copy on this rank equals the embedding here, bitwise
@@ -91,6 +94,11 @@ Run train(ParallelContext& context, const Config& c) {
     r.losses.push_back(trainer.step(testing::tiny_gpt_batch(step, c)));
     r.norms.push_back(trainer.last_grad_norm());
   }
+  const Batch held_out = testing::tiny_gpt_batch(1000, c);
+  const int rank = context.dp_rank(), ranks = context.dp_size();
+  r.eval =
+      trainer.evaluate_local(Batch{DistributedSampler::block_rows(held_out.inputs, rank, ranks),
+                                   DistributedSampler::block_rows(held_out.targets, rank, ranks)});
   for (auto& chunk : trainer.chunks()) {
     for (const auto& item : chunk->module().named_parameters()) {
       const auto [it, fresh] = r.params.emplace(item.key(), item.value().detach().clone());
@@ -112,6 +120,9 @@ std::string bitwise_difference(const Run& got, const Run& want) {
       return str("gradient norm of step ", s, ": ", got.norms[s], " vs ", want.norms[s]);
     }
   }
+  if (std::memcmp(&got.eval, &want.eval, sizeof(double)) != 0) {
+    return str("evaluation: ", got.eval, " vs ", want.eval);
+  }
   for (const auto& [name, value] : got.params) {
     const auto it = want.params.find(name);
     if (it == want.params.end()) return str("no reference parameter ", name);
@@ -131,6 +142,7 @@ std::array<double, 3> tp_difference(const Run& got, const Run& want,
     loss = std::max(loss, std::abs(got.losses[s] - want.losses[s]) / want.losses[s]);
     norm = std::max(norm, std::abs(got.norms[s] - want.norms[s]) / want.norms[s]);
   }
+  loss = std::max(loss, std::abs(got.eval - want.eval) / want.eval);
   for (const auto& [name, value] : got.params) {
     const torch::Tensor& full = want.params.at(name);
     const auto spec = got.specs.find(name);
