@@ -1,10 +1,11 @@
 # Which sources reach LibTorch through their includes. The shared precompiled header holds
 # <torch/torch.h> and costs about 10 s to load per file (570 MB), five times a torch-free file's
 # whole compile; so a file that never includes LibTorch is compiled without it. Project headers
-# ("core/x.h", or relative to the including file) are followed; anything else is a leaf. The
-# answer is taken at configure time: a file that gains a LibTorch include later still compiles
-# (LibTorch is on every target's include path), only without the precompiled header, until the
-# next configure.
+# ("core/x.h" from the project root or tests/, or relative to the including file) are followed;
+# anything else is a leaf. The answer is taken at configure time: a file that gains a LibTorch
+# include later still compiles (LibTorch is on every target's include path), only without the
+# precompiled header, until the next configure. A wrong answer costs build time, never
+# correctness. Sources added to a target after triax_use_pch keep the header.
 
 # triax_reaches_torch(FILE OUT): OUT is TRUE when FILE or a project header it includes, at any
 # depth, includes a torch/, ATen/, c10/ or caffe2/ header.
@@ -26,8 +27,10 @@ function(triax_reaches_torch file out)
       set(answer TRUE)
       break()
     endif()
-    foreach(candidate "${PROJECT_SOURCE_DIR}/${name}" "${dir}/${name}")
+    foreach(candidate "${PROJECT_SOURCE_DIR}/${name}" "${PROJECT_SOURCE_DIR}/tests/${name}"
+                      "${dir}/${name}")
       if(EXISTS "${candidate}" AND NOT IS_DIRECTORY "${candidate}")
+        get_filename_component(candidate "${candidate}" REALPATH)
         triax_reaches_torch("${candidate}" included)
         if(included)
           set(answer TRUE)
@@ -50,10 +53,13 @@ function(triax_use_pch target)
   get_target_property(source_dir ${target} SOURCE_DIR)
   foreach(source IN LISTS sources)
     get_filename_component(path "${source}" ABSOLUTE BASE_DIR "${source_dir}")
-    if(path MATCHES "\\.(cpp|cc|cxx)$")
+    # A generated source may not exist yet at configure time: it keeps the header.
+    if(path MATCHES "\\.(cpp|cc|cxx)$" AND EXISTS "${path}")
+      get_filename_component(path "${path}" REALPATH)
       triax_reaches_torch("${path}" torch)
       if(NOT torch)
-        set_source_files_properties("${source}" PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+        set_source_files_properties("${path}" TARGET_DIRECTORY ${target}
+                                    PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
       endif()
     endif()
   endforeach()

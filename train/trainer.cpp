@@ -153,15 +153,25 @@ double Trainer::evaluation_mean(const std::vector<EvalSum>& parts, bool in_block
     context_.dp().all_reduce(total, ReduceOp::kSum);
     return total[0].item<double>() / total[1].item<double>();
   }
-  // Equal micro-batches everywhere: the mean of their metrics is the mean over samples.
-  std::vector<double> global;
-  const int64_t ranks = context_.dp_size();
+  // Equal micro-batches everywhere (m per part on every rank), so the mean of their metrics is
+  // the mean over samples. One gather of every part's metrics, [rank][part][micro-batch], read
+  // out in global order [part][rank][micro-batch].
+  std::vector<double> mine;
   for (const EvalSum& part : parts) {
-    const int64_t m = static_cast<int64_t>(part.microbatches.size());
-    torch::Tensor all = torch::empty({m * ranks}, torch::kDouble);
-    context_.dp().all_gather_async(all, torch::tensor(part.microbatches, torch::kDouble))->wait();
-    const double* v = all.data_ptr<double>();
-    global.insert(global.end(), v, v + all.numel());
+    mine.insert(mine.end(), part.microbatches.begin(), part.microbatches.end());
+  }
+  const int64_t ranks = context_.dp_size(), per_rank = static_cast<int64_t>(mine.size());
+  const int64_t m = parts.empty() ? 0 : static_cast<int64_t>(parts.front().microbatches.size());
+  torch::Tensor all = torch::empty({per_rank * ranks}, torch::kDouble);
+  context_.dp().all_gather_async(all, torch::tensor(mine, torch::kDouble))->wait();
+  const double* v = all.data_ptr<double>();
+  std::vector<double> global;
+  global.reserve(static_cast<size_t>(all.numel()));
+  for (size_t k = 0; k < parts.size(); ++k) {
+    for (int64_t r = 0; r < ranks; ++r) {
+      const double* block = v + r * per_rank + static_cast<int64_t>(k) * m;
+      global.insert(global.end(), block, block + m);
+    }
   }
   return tree_sum_numbers(global) / static_cast<double>(global.size());
 }
@@ -182,9 +192,12 @@ double Trainer::evaluate_mean(const Batch& local, int microbatches) {
 double Trainer::evaluate_local(const Batch& local) {
   TRIAX_CHECK(local.size() == plan_.local_batch, "expected this rank's ", plan_.local_batch,
               " samples, got ", local.size());
-  // Every rank's share has the same samples, so the mean over ranks' sums is the global mean.
-  return evaluation_mean({evaluate_rows(local, static_cast<int>(plan_.num_microbatches))},
-                         /*in_blocks=*/true);
+  const EvalSum part = evaluate_rows(local, static_cast<int>(plan_.num_microbatches));
+  if (invariant()) return evaluation_mean({part}, /*in_blocks=*/true);
+  // Every rank's share has the same samples: the global mean is the mean of the ranks' means.
+  torch::Tensor mean = torch::tensor({part.sum / part.samples}, torch::kDouble);
+  context_.dp().all_reduce(mean, ReduceOp::kAvg);
+  return mean.item<double>();
 }
 
 double Trainer::step_local(const Batch& local) {

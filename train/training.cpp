@@ -195,8 +195,8 @@ void Training::write_trace(Trainer& trainer, int64_t step) {
 }
 
 // The spec's metric over one evaluation's batches (train/batch_source.h: the same samples every
-// time, so evaluations are comparable across a run and across layouts), over every rank's
-// (Trainer::evaluation_mean: in layout-invariant numerics, in the canonical order).
+// time, so evaluations are comparable across a run and across layouts), averaged over every
+// rank's samples (Trainer::evaluation_mean: in layout-invariant numerics, in the canonical order).
 Training::Evaluation Training::evaluate(Trainer& trainer, BatchSource& batches) {
   std::vector<EvalSum> parts;
   double samples = 0;

@@ -3,9 +3,9 @@
 #   1. a rank stopped with SIGSTOP at step 3 (rank 3, then rank 0, the heartbeat's watcher) is
 #      declared lost and the job ends on every survivor within 30 s, naming the rank, its pid and
 #      host (and, for rank 3, its last action); its flight record says so
-#   2. a rank merely slow — its checkpoint write stalled 25 s (TRIAX_STALL), longer than the
-#      heartbeat's bound (silent for comm.heartbeat_s = 15 s is lost), while its peers wait in the save's collective — is never declared lost:
-#      the run finishes, exit 0
+#   2. a rank merely slow — its checkpoint write stalled 25 s (TRIAX_STALL; STALL), longer
+#      than the heartbeat's bound (silent for comm.heartbeat_s + 1.5 s is lost), while its peers
+#      wait in the save's collective — is never declared lost: the run finishes, exit 0
 # With LAUNCHER=torchrun the same runs go through a real torchrun (tcp backend); with
 # LAUNCHER=srun through `srun -N 2 --ntasks-per-node 2` on a 2-node Slurm cluster of namespace
 # nodes (ranks 0-1 on n1, 2-3 on n2; exit 77 without root).

@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -56,7 +57,7 @@ struct Variant {
 
 struct Run {
   std::vector<double> losses, norms;
-  double eval = 0;  // the held-out metric after training (a batch no step saw)
+  double eval = 0;  // the metric after training over two held-out batches no step saw
   std::map<std::string, torch::Tensor> params;  // by name (a tied copy under its name too)
   std::map<std::string, ShardSpec> specs;       // the tp-sharded ones
   bool copies_equal = true;  // a tied copy on this rank equals the embedding here, bitwise
@@ -94,11 +95,20 @@ Run train(ParallelContext& context, const Config& c) {
     r.losses.push_back(trainer.step(testing::tiny_gpt_batch(step, c)));
     r.norms.push_back(trainer.last_grad_norm());
   }
-  const Batch held_out = testing::tiny_gpt_batch(1000, c);
-  const int rank = context.dp_rank(), ranks = context.dp_size();
-  r.eval =
-      trainer.evaluate_local(Batch{DistributedSampler::block_rows(held_out.inputs, rank, ranks),
-                                   DistributedSampler::block_rows(held_out.targets, rank, ranks)});
+  // Two evaluation batches as Training::evaluate takes them: this rank's block of each, every
+  // micro-batch's metric summed in global order (batch, rank, micro-batch).
+  std::vector<EvalSum> parts;
+  for (int k = 0; k < 2; ++k) {
+    torch::manual_seed(2000 + k);  // training batches come from seeds 1000 and 1001
+    const Batch held_out = token_batch(torch::randint(
+        0, c.model.vocab, {c.train.global_batch, c.model.seq_len + 1}, torch::kLong));
+    const int rank = context.dp_rank(), ranks = context.dp_size();
+    parts.push_back(trainer.evaluate_rows(
+        Batch{DistributedSampler::block_rows(held_out.inputs, rank, ranks),
+              DistributedSampler::block_rows(held_out.targets, rank, ranks)},
+        static_cast<int>(c.train.global_batch / c.train.micro_batch / ranks)));
+  }
+  r.eval = trainer.evaluation_mean(parts, /*in_blocks=*/true);
   for (auto& chunk : trainer.chunks()) {
     for (const auto& item : chunk->module().named_parameters()) {
       const auto [it, fresh] = r.params.emplace(item.key(), item.value().detach().clone());
@@ -120,9 +130,6 @@ std::string bitwise_difference(const Run& got, const Run& want) {
       return str("gradient norm of step ", s, ": ", got.norms[s], " vs ", want.norms[s]);
     }
   }
-  if (std::memcmp(&got.eval, &want.eval, sizeof(double)) != 0) {
-    return str("evaluation: ", got.eval, " vs ", want.eval);
-  }
   for (const auto& [name, value] : got.params) {
     const auto it = want.params.find(name);
     if (it == want.params.end()) return str("no reference parameter ", name);
@@ -130,6 +137,9 @@ std::string bitwise_difference(const Run& got, const Run& want) {
       return str("parameter ", name, " (max diff ", (value - it->second).abs().max().item<double>(),
                  ")");
     }
+  }
+  if (std::memcmp(&got.eval, &want.eval, sizeof(double)) != 0) {
+    return str("evaluation: ", got.eval, " vs ", want.eval);
   }
   return "";
 }
@@ -188,6 +198,7 @@ void check_matrix(ConfigOf family, Precision precision, const char* label) {
   const Run want = train(single_context, reference_config);
   CHECK(want.losses.back() < want.losses.front() - 0.1);         // it learns
   CHECK(want.norms.front() > reference_config.train.clip_grad);  // clipping is active
+  CHECK((std::isfinite(want.eval) && want.eval > 0));  // a NaN would compare equal to itself
   // The reference itself against fast numerics on one process, so that a mistake every layout
   // shares (a missed division, a share counted twice) cannot pass: the first step's loss and norm
   // (before any update) to 1e-6 relative; then within the tp bounds (rounding, amplified).
@@ -220,6 +231,7 @@ void check_matrix(ConfigOf family, Precision precision, const char* label) {
         INFO(label << " dp=" << dp << " tp=" << tp << " pp=" << pp << " " << v.name());
         ParallelContext context(world, ParallelLayout::from_config(config.parallel, n));
         const Run got = train(context, config);
+        CHECK(std::isfinite(got.eval));
         if (tp == 1) {
           const std::string difference = bitwise_difference(got, want);
           int differs = difference.empty() ? 0 : 1;
