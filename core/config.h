@@ -180,6 +180,10 @@ struct OptimizerConfig {
   /// ZeRO-1: each data-parallel rank keeps and updates 1/dp of AdamW's state; gradients are
   /// reduce-scattered and parameters all-gathered instead of an all-reduce. Default false.
   bool shard = false;
+  /// Hybrid sharding (HSDP) with optimizer.shard: the state is sharded within groups of this many
+  /// consecutive dp ranks (e.g. one node's) and replicated across the groups, whose copies of a
+  /// slice are all-reduced; 0 = one group of all dp. Must divide dp. Default 0.
+  int64_t shard_group = 0;
 };
 
 struct ScheduleConfig {

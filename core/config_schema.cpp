@@ -147,6 +147,10 @@ void visit_optimizer(Config& c, ConfigVisitor& v) {
     v.field("shard", c.optimizer.shard,
             "ZeRO-1: each dp rank holds 1/dp of AdamW's state; gradients reduce-scattered, "
             "parameters all-gathered (needs train.optimizer: adamw, ddp.bucketed: true)");
+    v.field("shard_group", c.optimizer.shard_group, kNonNegative,
+            "hybrid sharding (HSDP): shard within groups of this many consecutive dp ranks (e.g. "
+            "one node), replicate across groups (their slices all-reduced); 0 = all of dp; must "
+            "divide dp (needs shard: true)");
   });
 }
 

@@ -22,6 +22,7 @@ Config Candidate::applied(const Config& base) const {
   c.train.recompute = recompute;
   c.train.recompute_layers = 0;
   c.optimizer.shard = zero1;
+  c.optimizer.shard_group = zero1 ? shard_group : 0;
   if (hierarchical != Hierarchical::kAuto) c.ddp.hierarchical = hierarchical;
   return c;
 }
@@ -31,6 +32,7 @@ std::string Candidate::describe() const {
   if (pp > 1) text += choice_name(schedule) + (chunks > 1 ? str("x", chunks) : "") + " ";
   text += str("b", micro_batch, "x", microbatches, " ", choice_name(recompute));
   if (zero1) text += " zero1";
+  if (zero1 && shard_group > 0 && shard_group < dp) text += str("/", shard_group);
   if (sequence) text += " sp";
   if (hierarchical == Hierarchical::kTrue) text += " hier";
   if (hierarchical == Hierarchical::kFalse) text += " flat";
@@ -43,6 +45,7 @@ std::string Candidate::overrides() const {
       " --set schedule.name=", choice_name(schedule), " --set schedule.chunks_per_rank=", chunks,
       " --set train.micro_batch=", micro_batch, " --set train.recompute=", choice_name(recompute),
       " --set optimizer.shard=", zero1 ? "true" : "false",
+      zero1 && shard_group > 0 ? str(" --set optimizer.shard_group=", shard_group) : std::string(),
       " --set parallel.sequence=", sequence ? "true" : "false",
       hierarchical == Hierarchical::kAuto ? std::string()
                                           : " --set ddp.hierarchical=" + choice_name(hierarchical));

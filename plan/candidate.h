@@ -27,6 +27,7 @@ struct Candidate {
   int64_t microbatches = 1;  ///< per step, per dp rank
   Recompute recompute = Recompute::kNone;
   bool zero1 = false;
+  int shard_group = 0;  ///< with zero1: hybrid sharding over groups of this many dp ranks; 0 = dp
   bool sequence = false;
   /// Chosen only where the dp groups span nodes (true or false); else kAuto: the
   /// configuration's ddp.hierarchical stays.

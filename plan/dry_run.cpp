@@ -30,6 +30,7 @@ Candidate configured(const RunPlan& plan) {
   out.microbatches = plan.batch.num_microbatches;
   out.recompute = c.train.recompute;
   out.zero1 = c.optimizer.shard;
+  out.shard_group = static_cast<int>(c.optimizer.shard_group);
   out.sequence = plan.sequence_parallel;
   out.hierarchical =
       c.ddp.hierarchical == Hierarchical::kFalse ? Hierarchical::kFalse : Hierarchical::kTrue;

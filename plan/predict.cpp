@@ -152,7 +152,9 @@ RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double ac
     if (s < stages - 1 && schedule.rank_of(s + 1) != r) chunks[chunk].kept -= activation_bytes;
   }
   m.activations = activation_peak(schedule, r, chunks, transient, activation_bytes);
-  const double dp = c.dp;
+  // ZeRO-1 splits the state (and keeps a gradient slice) over its shard group: all of dp, or
+  // optimizer.shard_group ranks under hybrid sharding.
+  const double dp = c.zero1 && c.shard_group > 0 ? c.shard_group : c.dp;
   m.gradients = m.parameters * (c.zero1 ? 1.0 + 1.0 / dp : 1.0);
   if (config.train.optimizer == OptimizerKind::kAdamW) {
     m.optimizer = 2 * m.parameters / (c.zero1 ? dp : 1.0);
@@ -174,6 +176,20 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
   const std::vector<int> dp_group = plan.layout.group_of(Axis::kDp, 0);
   const LinkClass link = topology.link_of(dp_group);
   const int local = std::min(c.dp, topology.per_node());
+  if (c.zero1 && c.shard_group > 0 && c.shard_group < c.dp) {
+    // Hybrid sharding: reduce-scatter inside a group of S consecutive dp ranks, the slice (1/S)
+    // all-reduced across the dp / S groups, the parameters all-gathered inside the group.
+    const int s = c.shard_group;
+    const LinkClass inside =
+        topology.link_of(std::vector<int>(dp_group.begin(), dp_group.begin() + s));
+    std::vector<int> across;
+    for (size_t k = 0; k < dp_group.size(); k += static_cast<size_t>(s))
+      across.push_back(dp_group[k]);
+    return profile.link(Collective::kReduceScatter, s, inside).time(grad_bytes) +
+           profile.link(Collective::kAllReduce, c.dp / s, topology.link_of(across))
+               .time(grad_bytes / s) +
+           profile.link(Collective::kAllGather, s, inside).time(most_parameters);
+  }
   double seconds = 0;
   if (c.hierarchical == Hierarchical::kTrue && link == LinkClass::kNet && local > 1) {
     const int across = c.dp / local;
@@ -239,7 +255,8 @@ Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profi
   out.dp_comm = dp_sync_seconds(plan, c, profile, topology, most_parameters);
   out.tp_cross = tp_cross_seconds(plan, c, profile, topology, activation_bytes);
   out.optimizer = profile.optimizer_per_parameter * (most_parameters / 4) /
-                  (c.zero1 ? static_cast<double>(c.dp) : 1.0) * share.load;
+                  (c.zero1 ? static_cast<double>(c.shard_group > 0 ? c.shard_group : c.dp) : 1.0) *
+                  share.load;
   out.overhead = profile.step_overhead;
   out.step_seconds = sim.makespan + out.tp_cross + out.dp_comm + out.optimizer + out.overhead;
   return out;

@@ -135,7 +135,22 @@ void check_gpt_only_options(const Config& config) {
 }
 
 // ZeRO-1 shards AdamW's moments over DDP's buckets, so it needs both (and the GPT trainer).
-void check_sharded_optimizer(const Config& config) {
+void check_sharded_optimizer(const Config& config, const BatchPlan& batch) {
+  const int64_t group = config.optimizer.shard_group;
+  if (group > 0 && !config.optimizer.shard) {
+    throw ConfigError(str("optimizer.shard_group: ", group,
+                          " shards AdamW's state within groups of dp ranks, but optimizer.shard is "
+                          "false (set optimizer.shard: true, or optimizer.shard_group: 0)"));
+  }
+  if (group > 0 && batch.dp % group != 0) {
+    std::vector<std::string> valid{"0 (all of dp)"};
+    for (int64_t s = 1; s <= batch.dp; ++s) {
+      if (batch.dp % s == 0) valid.push_back(str(s));
+    }
+    throw ConfigError(str("optimizer.shard_group: ", group, " does not divide dp ", batch.dp,
+                          " (the groups of consecutive dp ranks must tile the dp group); valid: ",
+                          join(valid, ", ")));
+  }
   if (!config.optimizer.shard) return;
   if (!model_spec(config.model.arch).pipelined) {
     throw ConfigError(str("optimizer.shard: true is supported for model.arch: gpt, llama, not '",
@@ -213,7 +228,7 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
   spec.check_layout(config);
   plan.batch = BatchPlan::create(config.train, plan.layout.dp_size());
   check_gpt_only_options(config);
-  check_sharded_optimizer(config);
+  check_sharded_optimizer(config, plan.batch);
   check_reduce_dtype(config);
   check_numerics(config, plan.batch);
   plan.stage_layers = spec.stage_layers(config);

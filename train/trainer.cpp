@@ -44,6 +44,14 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
   for (const Action& a : schedule_.ranks[static_cast<size_t>(context_.pp_rank())]) {
     split = split || a.kind == ActionKind::kBackwardInput || a.kind == ActionKind::kBackwardWeight;
   }
+  // Hybrid sharding (optimizer.shard_group S < dp): the groups of S consecutive dp ranks and the
+  // groups of ranks at the same place in each (collective over dp, on every dp rank alike).
+  const int64_t group = config_.optimizer.shard_group;
+  if (config_.optimizer.shard && group > 0 && group < context_.dp_size()) {
+    const int d = context_.dp_rank(), s = static_cast<int>(group);
+    shard_group_ = context_.dp().split(d / s, d % s);
+    replica_group_ = context_.dp().split(d % s, d / s);
+  }
   std::vector<std::pair<std::string, torch::Tensor>> norm_keys;
   for (int c = 0; c < schedule_.chunks; ++c) {
     const int stage = schedule_.stage_of(context_.pp_rank(), c);
@@ -69,7 +77,8 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     }
     ddp_.push_back(make_gradient_sync(std::move(named), dp, config_.ddp,
                                       MixedPrecision(config_).wire_dtype(), config_.optimizer.shard,
-                                      tree_leaves, /*tree_pairs=*/!split));
+                                      tree_leaves, /*tree_pairs=*/!split, shard_group_.get(),
+                                      replica_group_.get()));
     const torch::Tensor alias = chunks_.back()->tied_head_alias();
     if (alias.defined()) {  // both ends of a tied model on this chunk (layout-invariant numerics)
       ddp_.back()->add_gradient_holder(alias);
@@ -82,7 +91,9 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
   // Where the first and last stage share a rank (one pipeline rank, or a V) both copies of a tied
   // embedding are there: their sum is local, and the embedding group is not used.
   grads_.embedding = schedule_.placement().ends_on_one_rank() ? nullptr : context_.embedding();
-  optimizer_ = make_optimizer(config_, params_, grads_.syncs, dp, context_.model_parallel());
+  // A sharded optimizer gathers and sums its slices over the ranks that split the state.
+  optimizer_ = make_optimizer(config_, params_, grads_.syncs, shard_group_ ? *shard_group_ : dp,
+                              context_.model_parallel());
   if (invariant()) {
     ordered_norm_ =
         std::make_unique<OrderedGradNorm>(std::move(norm_keys), context_.model_parallel());

@@ -123,6 +123,10 @@ class Trainer {
   BatchPlan plan_;
   Schedule schedule_;
   std::vector<std::unique_ptr<ModelChunk>> chunks_;
+  // Hybrid sharding (optimizer.shard_group < dp): the groups the optimizer state is split over,
+  // and the groups across which their slices are replicated. Declared before ddp_ and the
+  // optimizer, which use them (so destroyed after them).
+  std::unique_ptr<Communicator> shard_group_, replica_group_;
   std::vector<std::unique_ptr<GradientSync>> ddp_;
   ModelGrads grads_;  ///< what finalize_model_grads acts on
   std::unique_ptr<Optimizer> optimizer_;

@@ -34,7 +34,7 @@ DistributedDataParallel::DistributedDataParallel(
     groups.back().push_back(k);
     bytes += size;
   }
-  const int64_t ranks = dp_.size();
+  const int64_t ranks = shards().size();  // the slices of a sharded bucket
   for (auto& members : groups) {
     if (members.empty()) continue;
     int64_t numel = 0;
@@ -47,7 +47,7 @@ DistributedDataParallel::DistributedDataParallel(
       bucket.params = torch::zeros({numel}, options);
       bucket.grad_shard = torch::zeros({numel / ranks}, options);
     }
-    if (options_.reduce_dtype != options.dtype().toScalarType() && ranks > 1) {
+    if (options_.reduce_dtype != options.dtype().toScalarType() && dp_.size() > 1) {
       bucket.wire = torch::empty({numel}, options.dtype(options_.reduce_dtype));
       if (options_.shard) bucket.wire_shard = torch::empty({numel / ranks}, bucket.wire.options());
     }
@@ -80,7 +80,7 @@ DistributedDataParallel::DistributedDataParallel(
     for (auto& bucket : buckets_) {
       if (!options_.shard) continue;
       const int64_t size = bucket.grad_shard.numel();
-      bucket.grad_shard = bucket.buffer.narrow(0, size * dp_.rank(), size);
+      bucket.grad_shard = bucket.buffer.narrow(0, size * shards().rank(), size);
     }
   }
   for (size_t k = 0; k < params_.size(); ++k) {
@@ -268,6 +268,10 @@ void DistributedDataParallel::launch(Bucket& bucket) {
   bucket.work = dp_.all_reduce_async(bucket.wire, ReduceOp::kSum);
 }
 
+Communicator& DistributedDataParallel::shards() const {
+  return options_.shard_group != nullptr ? *options_.shard_group : dp_;
+}
+
 bool DistributedDataParallel::narrowed() const {
   return !buckets_.empty() && buckets_.front().wire.defined();
 }
@@ -292,7 +296,7 @@ DdpBucketView DistributedDataParallel::bucket_view(int i) const {
   view.params = bucket.params;
   view.grad_shard = bucket.grad_shard;
   view.shard_size = bucket.grad_shard.defined() ? bucket.grad_shard.numel() : 0;
-  view.shard_begin = view.shard_size * dp_.rank();
+  view.shard_begin = view.shard_size * shards().rank();
   for (size_t m = 0; m < bucket.members.size(); ++m) {
     const size_t k = bucket.members[m];
     view.members.push_back({k, bucket.offsets[m], views_[k].numel()});
@@ -330,9 +334,10 @@ void DistributedDataParallel::finish() {
       Bucket& bucket = buckets_[b];
       if (bucket.wire.defined()) {
         bucket.wire.copy_(bucket.buffer);
-        bucket.work = dp_.reduce_scatter_async(bucket.wire_shard, bucket.wire, ReduceOp::kSum);
+        bucket.work = shards().reduce_scatter_async(bucket.wire_shard, bucket.wire, ReduceOp::kSum);
       } else {
-        bucket.work = dp_.reduce_scatter_async(bucket.grad_shard, bucket.buffer, ReduceOp::kAvg);
+        bucket.work =
+            shards().reduce_scatter_async(bucket.grad_shard, bucket.buffer, ReduceOp::kAvg);
       }
     }
   }
@@ -340,6 +345,23 @@ void DistributedDataParallel::finish() {
   for (auto& bucket : buckets_) {
     if (bucket.work) bucket.work->wait();
     bucket.work = nullptr;
+  }
+  Communicator* replicas = options_.shard ? options_.replica_group : nullptr;
+  if (replicas != nullptr && replicas->size() > 1) {
+    // Hybrid sharding: each group averaged its slice over its own ranks (a bf16 wire: summed);
+    // the groups' copies of the slice now meet. The average of averages over equal groups is the
+    // average over dp.
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      const flight::Label label(str("DDP replica all-reduce bucket ", b, " of ", buckets_.size()));
+      Bucket& bucket = buckets_[b];
+      bucket.work = bucket.wire.defined()
+                        ? replicas->all_reduce_async(bucket.wire_shard, ReduceOp::kSum)
+                        : replicas->all_reduce_async(bucket.grad_shard, ReduceOp::kAvg);
+    }
+    for (auto& bucket : buckets_) {
+      bucket.work->wait();
+      bucket.work = nullptr;
+    }
   }
   if (narrowed()) {
     for (auto& bucket : buckets_) land(bucket);

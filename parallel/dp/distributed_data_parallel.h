@@ -56,6 +56,13 @@ struct DdpOptions {
   /// autograd may add micro-batch 2j + 1 onto 2j in the buckets — their node of the tree, exactly —
   /// saving a copy per pair (a pair broken by another micro-batch's backward is taken apart).
   bool tree_pairs = false;
+  /// Hybrid sharding (optimizer.shard_group), shard mode only: the buckets are padded to and
+  /// reduce-scattered over `shard_group` (consecutive dp ranks) instead of the whole dp group, and
+  /// each slice is then all-reduced over `replica_group` (the ranks holding the same slice in the
+  /// other groups): every rank holds the dp-averaged gradient of its 1/|shard_group| slice. The
+  /// broadcast and the layout-invariant tree stay on the whole dp group. Null: no hybrid.
+  Communicator* shard_group = nullptr;
+  Communicator* replica_group = nullptr;
 };
 
 class DistributedDataParallel : public GradientSync {
@@ -106,6 +113,7 @@ class DistributedDataParallel : public GradientSync {
   void on_gradient(size_t index);
   void mark_final(size_t index);
   void launch(Bucket& bucket);
+  Communicator& shards() const;  // the group a bucket's slices are dealt over (shard mode)
   bool narrowed() const;      // gradients cross the group in a narrower dtype than they accumulate
   void land(Bucket& bucket);  // after a narrowed bucket's reduction: widen and average it
   void reduce_tree();         // finish() of layout-invariant numerics

@@ -50,7 +50,8 @@ void average_gradients(const std::vector<torch::Tensor>& parameters, Communicato
 
 std::unique_ptr<GradientSync> make_gradient_sync(
     std::vector<std::pair<std::string, torch::Tensor>> parameters, Communicator& dp,
-    const DdpConfig& ddp, torch::ScalarType wire, bool shard, int tree_leaves, bool tree_pairs) {
+    const DdpConfig& ddp, torch::ScalarType wire, bool shard, int tree_leaves, bool tree_pairs,
+    Communicator* shard_group, Communicator* replica_group) {
   TRIAX_CHECK(ddp.bucketed || !shard, "a sharded optimizer needs bucketed DDP");
   TRIAX_CHECK(ddp.bucketed || wire == torch::kFloat,
               "ddp.reduce_dtype: bf16 needs ddp.bucketed: true");
@@ -59,7 +60,8 @@ std::unique_ptr<GradientSync> make_gradient_sync(
   if (!ddp.bucketed) return std::make_unique<PerParameterAverage>(std::move(parameters), dp);
   return std::make_unique<DistributedDataParallel>(
       std::move(parameters), dp,
-      DdpOptions{ddp.bucket_mb, ddp.allow_unused, shard, wire, tree_leaves, tree_pairs});
+      DdpOptions{ddp.bucket_mb, ddp.allow_unused, shard, wire, tree_leaves, tree_pairs, shard_group,
+                 replica_group});
 }
 
 }  // namespace triax

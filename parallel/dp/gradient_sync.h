@@ -102,10 +102,12 @@ void average_gradients(const std::vector<torch::Tensor>& parameters, Communicato
 /// gradients cross `dp` in (MixedPrecision::wire_dtype); `shard`: bucketed DDP in ZeRO-1 mode
 /// (optimizer.shard: see DdpOptions::shard); `tree_leaves` > 0: layout-invariant numerics over
 /// that many micro-batches per step, `tree_pairs` when no backward is split
-/// (DdpOptions::tree_leaves, tree_pairs).
+/// (DdpOptions::tree_leaves, tree_pairs); `shard_group` and `replica_group`: hybrid sharding
+/// (DdpOptions::shard_group, replica_group).
 std::unique_ptr<GradientSync> make_gradient_sync(
     std::vector<std::pair<std::string, torch::Tensor>> parameters, Communicator& dp,
     const DdpConfig& ddp, torch::ScalarType wire, bool shard = false, int tree_leaves = 0,
-    bool tree_pairs = false);
+    bool tree_pairs = false, Communicator* shard_group = nullptr,
+    Communicator* replica_group = nullptr);
 
 }  // namespace triax

@@ -184,7 +184,7 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
                                 "    bucketed: true\n",
                                 "    recompute: \"none\"\n",
                                 "    recompute_layers: 0\n",
-                                "  optimizer:\n    shard: false\n",
+                                "  optimizer:\n    shard: false\n    shard_group: 0\n",
                                 "    sequence: false\n",
                                 "    auto: false\n",
                                 "    profile: \"\"\n",

@@ -187,6 +187,20 @@ TEST_CASE("memory: ZeRO-1 shards the moments, the schedule sets micro-batches in
   const Prediction zero = predicted(base, find(all, "dp8 tp1 pp1 b2x1 none zero1"), profile, 8);
   CHECK(zero.memory[0].optimizer == Approx(plain.memory[0].optimizer / 8));
   CHECK(zero.memory[0].gradients == Approx(plain.memory[0].gradients * (1 + 1.0 / 8)));
+  // Hybrid sharding in groups of 2: the moments and the gradient slice over 2, not 8. With one
+  // group per node (2 nodes of 4), only the slices' all-reduce (a quarter of the gradient) crosses
+  // the network: a cheaper sync than the flat ZeRO-1's over both nodes.
+  Candidate hybrid = find(all, "dp8 tp1 pp1 b2x1 none zero1");
+  hybrid.shard_group = 2;
+  CHECK(hybrid.describe() == "dp8 tp1 pp1 b2x1 none zero1/2");
+  CHECK(hybrid.overrides().find("--set optimizer.shard_group=2") != std::string::npos);
+  const Prediction grouped = predicted(base, hybrid, profile, 8);
+  CHECK(grouped.memory[0].optimizer == Approx(plain.memory[0].optimizer / 2));
+  CHECK(grouped.memory[0].gradients == Approx(plain.memory[0].gradients * (1 + 1.0 / 2)));
+  hybrid.shard_group = 4;  // one group per node
+  const Prediction per_node = predicted(base, hybrid, profile, 8, /*nodes=*/2);
+  const Prediction flat = predicted(base, find(all, "dp8 tp1 pp1 b2x1 none zero1"), profile, 8, 2);
+  CHECK(per_node.dp_comm < flat.dp_comm);
 
   CHECK(plain.memory[0].checkpoint_snapshot == 0);  // synchronous saves keep no copy
 

@@ -2,17 +2,17 @@
 // docs/numerics.md): one process against every layout this launch allows (mpiexec -n 1, 2, 3,
 // 4, 8) — each dp x pp with dp * pp = ranks (dp 3 and pp 3 at 3 ranks), every schedule that fits
 // (GPipe, 1F1B, interleaved, ZB-H1, ZB-V; interleaved also on one pipeline rank), and at 1F1B full
-// and selective recompute and ZeRO-1 — for the GPT (tied embedding) and the Llama, in fp32 and in
-// bf16: 20 AdamW steps with clipping active, every step's loss and gradient norm, every final
-// parameter and then a held-out evaluation compared with memcmp. Bitwise, no tolerance. The
-// reference is also held against fast numerics on one process, so a mistake every layout would
-// share cannot pass. Tensor parallelism splits the matmuls' sums, so tp = 2 rows are held to the
-// composition test's bounds instead (test_composition.cpp): fp32 1e-5 relative on each step's loss
-// and norm, 5e-5 absolute on the parameters; bf16 (a row-parallel matmul rounds each rank's partial
-// sum to bf16) 2e-3 on the loss, 1e-1 on the norm (measured 6.5e-2 here: the last steps' small
-// gradients, global batch 16), 8e-2 on the parameters. Between themselves, the tp = 2 rows of one
-// launch are bitwise equal: every dp, pp, schedule, recompute and ZeRO-1 at tp = 2 gives the same
-// bits.
+// and selective recompute, ZeRO-1 and (dp >= 4) ZeRO-1 sharded within groups of 2 — for the GPT
+// (tied embedding) and the Llama, in fp32 and in bf16: 20 AdamW steps with clipping active, every
+// step's loss and gradient norm, every final parameter and then a held-out evaluation compared with
+// memcmp. Bitwise, no tolerance. The reference is also held against fast numerics on one process,
+// so a mistake every layout would share cannot pass. Tensor parallelism splits the matmuls' sums,
+// so tp = 2 rows are held to the composition test's bounds instead (test_composition.cpp): fp32
+// 1e-5 relative on each step's loss and norm, 5e-5 absolute on the parameters; bf16 (a row-parallel
+// matmul rounds each rank's partial sum to bf16) 2e-3 on the loss, 1e-1 on the norm
+// (measured 6.5e-2 here: the last steps' small gradients, global batch 16), 8e-2 on the parameters.
+// Between themselves, the tp = 2 rows of one launch are bitwise equal: every dp, pp, schedule,
+// recompute and ZeRO-1 at tp = 2 gives the same bits.
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -47,10 +47,12 @@ struct Variant {
   int chunks = 1;
   Recompute recompute = Recompute::kNone;
   bool zero1 = false;
+  int shard_group = 0;  // with zero1: hybrid sharding over groups of this many dp ranks
   std::string name() const {
     std::string text = schedule;
     if (recompute != Recompute::kNone) text += str("+recompute ", recompute);
     if (zero1) text += "+zero1";
+    if (shard_group > 0) text += str("/", shard_group);
     return text;
   }
 };
@@ -79,6 +81,7 @@ Config invariant(ConfigOf family, Precision precision, int ranks, int tp, int pp
   c.train.clip_grad = 0.3;  // below both families' first norms: clipping is active
   c.train.recompute = v.recompute;
   c.optimizer.shard = v.zero1;
+  c.optimizer.shard_group = v.shard_group;
   return c;
 }
 
@@ -167,8 +170,9 @@ std::array<double, 3> tp_difference(const Run& got, const Run& want,
 
 // Every variant at tp = 1; at tp = 2 (bounded, and bitwise among themselves) a few that cover
 // each mechanism. `light` (8 oversubscribed ranks, where a row costs most): every schedule, and
-// recompute and ZeRO-1 together in one row.
-std::vector<Variant> variants(int pp, int tp, bool light) {
+// recompute and ZeRO-1 together in one row. Where dp >= 4, ZeRO-1 with hybrid sharding (groups
+// of 2).
+std::vector<Variant> variants(int dp, int pp, int tp, bool light) {
   if (tp > 1) {
     if (pp == 1) return {{"1f1b"}, {"1f1b", 1, Recompute::kFull, /*zero1=*/true}};
     if (light) return {{"1f1b"}, {"zbv", 2}};
@@ -186,6 +190,8 @@ std::vector<Variant> variants(int pp, int tp, bool light) {
     out.push_back({"1f1b", 1, Recompute::kNone, /*zero1=*/true});
   }
   out.push_back({pp == 1 ? "1f1b" : "zbh1", 1, Recompute::kFull, /*zero1=*/true});
+  // Hybrid sharding where dp holds at least two groups of 2.
+  if (dp >= 4 && dp % 2 == 0) out.push_back({"1f1b", 1, Recompute::kNone, true, /*group=*/2});
   return out;
 }
 
@@ -225,7 +231,7 @@ void check_matrix(ConfigOf family, Precision precision, const char* label) {
     for (int pp = 1; pp <= n / tp; ++pp) {
       if (n % (tp * pp) != 0) continue;
       const int dp = n / (tp * pp);
-      for (const Variant& v : variants(pp, tp, /*light=*/n > 4)) {
+      for (const Variant& v : variants(dp, pp, tp, /*light=*/n > 4)) {
         const Config config = invariant(family, precision, n, tp, pp, v);
         if (pp * v.chunks > config.model.layers) continue;  // a stage per layer at most
         INFO(label << " dp=" << dp << " tp=" << tp << " pp=" << pp << " " << v.name());

@@ -76,6 +76,20 @@ TEST_CASE("plan_run refuses each invalid layout, naming the key", "[plan]") {
   Config lr = gpt(1, 1);
   lr.train.min_lr = 1.0;
   CHECK_THROWS_WITH(plan_run(lr, 1, DataCheck::kSkip), Contains("train.min_lr: 1 is above"));
+  Config group = gpt(1, 1);
+  group.optimizer.shard_group = 2;
+  CHECK_THROWS_WITH(plan_run(group, 4, DataCheck::kSkip),
+                    Contains("optimizer.shard_group: 2 shards AdamW's state within groups of dp "
+                             "ranks, but optimizer.shard is false"));
+  group.optimizer.shard = true;
+  group.optimizer.shard_group = 3;
+  group.train.global_batch = 16;
+  CHECK_THROWS_WITH(plan_run(group, 4, DataCheck::kSkip),
+                    Contains("optimizer.shard_group: 3 does not divide dp 4 (the groups of "
+                             "consecutive dp ranks must tile the dp group); valid: 0 (all of dp), "
+                             "1, 2, 4"));
+  group.optimizer.shard_group = 2;
+  CHECK_NOTHROW(plan_run(group, 4, DataCheck::kSkip));
 }
 
 TEST_CASE("the data is opened when asked, and its absence reported or refused", "[plan]") {

@@ -2,7 +2,8 @@
 // that fits, training matches the unsharded optimizer in the same layout within the composition
 // test's tolerances (reduce-scatter and the sharded norm sum in another order); each rank holds
 // 1/dp of AdamW's state; and a run resumes at another dp, in both directions, continuing the loss
-// of an uninterrupted run.
+// of an uninterrupted run. Hybrid sharding (optimizer.shard_group 2 at dp 4 and 8): the same
+// against the unsharded optimizer, 1/2 of the state per rank, and resuming on one process.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -87,6 +88,50 @@ TEST_CASE("ZeRO-1 trains like the unsharded optimizer in every layout", "[mpi][z
   }
 }
 
+TEST_CASE("hybrid sharding (optimizer.shard_group) trains like the unsharded optimizer",
+          "[mpi][zero]") {
+  std::shared_ptr<Communicator> world = testing::test_world();
+  const int n = world->size();
+  for (int pp : {1, 2}) {
+    const int dp = n / pp;
+    if (n % pp != 0 || dp < 4) continue;  // groups of 2, at least 2 of them
+    for (bool wire_bf16 : {false, true}) {
+      INFO("dp=" << dp << " pp=" << pp
+                 << " shard_group=2 reduce_dtype=" << (wire_bf16 ? "bf16" : "fp32"));
+      Config config = testing::tiny_gpt_config(1, pp, "1f1b", 1);
+      config.train.weight_decay = 0.1;
+      config.train.global_batch = 16;
+      if (wire_bf16) config.ddp.reduce_dtype = Precision::kBf16;
+      ParallelContext context(world, ParallelLayout::from_config(config.parallel, n));
+      Trainer plain(testing::plan_for(config, context), context);
+      const Run expected = train(plain, config, 0, 8);
+      config.optimizer.shard = true;
+      config.optimizer.shard_group = 2;
+      Trainer hybrid(testing::plan_for(config, context), context);
+      const Run got = train(hybrid, config, 0, 8);
+      // A bf16 wire rounds the sums in another grouping (within groups, then across): the
+      // reduce_dtype test's bounds.
+      const double tol = wire_bf16 ? 2e-3 : kLossTol;
+      CHECK(max_rel_diff(got.losses, expected.losses) < tol);
+      CHECK(max_rel_diff(got.norms, expected.norms) < (wire_bf16 ? 5e-2 : kLossTol));
+      double param_diff = 0;
+      for (size_t c = 0; c < plain.chunks().size(); ++c) {
+        const auto want = plain.chunks()[c]->module().parameters();
+        const auto have = hybrid.chunks()[c]->module().parameters();
+        for (size_t k = 0; k < want.size(); ++k) {
+          param_diff = std::max(param_diff, (have[k] - want[k]).abs().max().item<double>());
+        }
+      }
+      CHECK(param_diff < (wire_bf16 ? 1e-2 : kParamTol));
+      // Each rank holds 1/2 of the moments: sharded within its group of 2, not over dp.
+      const double ratio = static_cast<double>(hybrid.optimizer_state_bytes()) /
+                           static_cast<double>(plain.optimizer_state_bytes());
+      CHECK(ratio <= 0.5 + 0.02);
+      CHECK(ratio >= 0.5 - 0.02);
+    }
+  }
+}
+
 TEST_CASE("a ZeRO-1 run resumes at another dp", "[mpi][zero]") {
   std::shared_ptr<Communicator> world = testing::test_world();
   const int n = world->size();
@@ -100,10 +145,13 @@ TEST_CASE("a ZeRO-1 run resumes at another dp", "[mpi][zero]") {
   const Run expected = train(reference, config, 0, 6);
 
   config.optimizer.shard = true;
-  // 3 steps in `from`, the checkpoint contents loaded into a fresh trainer in `to`, 3 more.
-  const auto resume_across = [&](ParallelContext& from, ParallelContext& to) {
-    Trainer first(testing::plan_for(config, from), from);
-    const Run before = train(first, config, 0, 3);
+  // 3 steps in `from` (its state sharded within groups of `from_group` dp ranks; 0: all), the
+  // checkpoint contents loaded into a fresh trainer in `to`, 3 more.
+  const auto resume_across = [&](ParallelContext& from, ParallelContext& to, int from_group = 0) {
+    Config sharded = config;
+    sharded.optimizer.shard_group = from_group;
+    Trainer first(testing::plan_for(sharded, from), from);
+    const Run before = train(first, sharded, 0, 3);
     const auto saved = as_map(first.checkpoint_contents());  // collective over dp
     Trainer second(testing::plan_for(config, to), to);
     second.load_state_tensors(saved);
@@ -117,5 +165,10 @@ TEST_CASE("a ZeRO-1 run resumes at another dp", "[mpi][zero]") {
   }
   SECTION("dp = 1 -> dp = n") {
     resume_across(single, wide);
+  }
+  if (n >= 4 && n % 2 == 0) {
+    SECTION("dp = n in groups of 2 (hybrid sharding) -> dp = 1") {
+      resume_across(wide, single, 2);
+    }
   }
 }
