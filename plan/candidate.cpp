@@ -45,7 +45,7 @@ std::string Candidate::overrides() const {
       " --set schedule.name=", choice_name(schedule), " --set schedule.chunks_per_rank=", chunks,
       " --set train.micro_batch=", micro_batch, " --set train.recompute=", choice_name(recompute),
       " --set optimizer.shard=", zero1 ? "true" : "false",
-      zero1 && shard_group > 0 ? str(" --set optimizer.shard_group=", shard_group) : std::string(),
+      " --set optimizer.shard_group=", zero1 ? shard_group : 0,
       " --set parallel.sequence=", sequence ? "true" : "false",
       hierarchical == Hierarchical::kAuto ? std::string()
                                           : " --set ddp.hierarchical=" + choice_name(hierarchical));
@@ -130,6 +130,9 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
                   c.micro_batch = b;
                   c.microbatches = per_dp / b;
                   c.recompute = r, c.zero1 = zero1, c.sequence = sp, c.hierarchical = h;
+                  // The configuration's hybrid group where it tiles this dp (else all of dp).
+                  const int group = static_cast<int>(config.optimizer.shard_group);
+                  if (zero1 && group > 0 && dp % group == 0) c.shard_group = group;
                   try {
                     RunPlan plan = plan_run(c.applied(config), world, DataCheck::kSkip);
                     if (plans) plans->push_back(std::move(plan));

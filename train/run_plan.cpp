@@ -151,6 +151,15 @@ void check_sharded_optimizer(const Config& config, const BatchPlan& batch) {
                           " (the groups of consecutive dp ranks must tile the dp group); valid: ",
                           join(valid, ", ")));
   }
+  if (group > 0 && group < batch.dp &&
+      (config.ddp.hierarchical == Hierarchical::kTrue ||
+       config.ddp.hierarchical == Hierarchical::kLeader)) {
+    throw ConfigError(str("ddp.hierarchical: ", config.ddp.hierarchical,
+                          " is a node-aware all-reduce over all of dp, but optimizer.shard_group: ",
+                          group, " < dp ", batch.dp,
+                          " already reduces within groups and then across them (set "
+                          "ddp.hierarchical: auto or false, or optimizer.shard_group: 0)"));
+  }
   if (!config.optimizer.shard) return;
   if (!model_spec(config.model.arch).pipelined) {
     throw ConfigError(str("optimizer.shard: true is supported for model.arch: gpt, llama, not '",

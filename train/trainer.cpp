@@ -51,6 +51,14 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     const int d = context_.dp_rank(), s = static_cast<int>(group);
     shard_group_ = context_.dp().split(d / s, d % s);
     replica_group_ = context_.dp().split(d % s, d / s);
+    // Named in flight records and timeouts by their members' world ranks.
+    std::vector<int> shard_members, replica_members;
+    for (int k = 0; k < context_.dp_size(); ++k) {
+      if (k / s == d / s) shard_members.push_back(context_.dp().world_rank_of(k));
+      if (k % s == d % s) replica_members.push_back(context_.dp().world_rank_of(k));
+    }
+    shard_group_->set_label("dp shard group", shard_members);
+    replica_group_->set_label("dp replica group", replica_members);
   }
   std::vector<std::pair<std::string, torch::Tensor>> norm_keys;
   for (int c = 0; c < schedule_.chunks; ++c) {

@@ -194,6 +194,17 @@ TEST_CASE("memory: ZeRO-1 shards the moments, the schedule sets micro-batches in
   hybrid.shard_group = 2;
   CHECK(hybrid.describe() == "dp8 tp1 pp1 b2x1 none zero1/2");
   CHECK(hybrid.overrides().find("--set optimizer.shard_group=2") != std::string::npos);
+  // The configuration's group reaches the ZeRO-1 candidates whose dp it divides; every candidate's
+  // command sets the key, so a YAML value never outlives the candidate's choice.
+  Config grouped_base = base;
+  grouped_base.optimizer.shard = true;
+  grouped_base.optimizer.shard_group = 4;
+  for (const Candidate& k : enumerate_candidates(grouped_base, 8, 1)) {
+    INFO(k.describe());
+    CHECK(k.shard_group == (k.zero1 && k.dp % 4 == 0 ? 4 : 0));
+    CHECK(k.overrides().find(str("--set optimizer.shard_group=", k.shard_group)) !=
+          std::string::npos);
+  }
   const Prediction grouped = predicted(base, hybrid, profile, 8);
   CHECK(grouped.memory[0].optimizer == Approx(plain.memory[0].optimizer / 2));
   CHECK(grouped.memory[0].gradients == Approx(plain.memory[0].gradients * (1 + 1.0 / 2)));

@@ -90,6 +90,11 @@ TEST_CASE("plan_run refuses each invalid layout, naming the key", "[plan]") {
                              "1, 2, 4"));
   group.optimizer.shard_group = 2;
   CHECK_NOTHROW(plan_run(group, 4, DataCheck::kSkip));
+  group.ddp.hierarchical = Hierarchical::kTrue;
+  CHECK_THROWS_WITH(
+      plan_run(group, 4, DataCheck::kSkip),
+      Contains("ddp.hierarchical: true is a node-aware all-reduce over all of dp, but "
+               "optimizer.shard_group: 2 < dp 4 already reduces within groups"));
 }
 
 TEST_CASE("the data is opened when asked, and its absence reported or refused", "[plan]") {

@@ -40,6 +40,19 @@ double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) 
   return worst;
 }
 
+// The largest absolute difference between the two trainers' parameters (same layout).
+double max_param_diff(Trainer& got, Trainer& want) {
+  double worst = 0;
+  for (size_t c = 0; c < want.chunks().size(); ++c) {
+    const auto expected = want.chunks()[c]->module().parameters();
+    const auto have = got.chunks()[c]->module().parameters();
+    for (size_t k = 0; k < expected.size(); ++k) {
+      worst = std::max(worst, (have[k] - expected[k]).abs().max().item<double>());
+    }
+  }
+  return worst;
+}
+
 std::map<std::string, torch::Tensor> as_map(CheckpointContents contents) {
   std::map<std::string, torch::Tensor> out;
   for (auto& [name, tensor] : contents.tensors) out[name] = tensor.clone();
@@ -69,15 +82,7 @@ TEST_CASE("ZeRO-1 trains like the unsharded optimizer in every layout", "[mpi][z
         const Run got = train(sharded, config, 0, 8);
         CHECK(max_rel_diff(got.losses, expected.losses) < kLossTol);
         CHECK(max_rel_diff(got.norms, expected.norms) < kLossTol);
-        double param_diff = 0;
-        for (size_t c = 0; c < plain.chunks().size(); ++c) {
-          const auto want = plain.chunks()[c]->module().parameters();
-          const auto have = sharded.chunks()[c]->module().parameters();
-          for (size_t k = 0; k < want.size(); ++k) {
-            param_diff = std::max(param_diff, (have[k] - want[k]).abs().max().item<double>());
-          }
-        }
-        CHECK(param_diff < kParamTol);
+        CHECK(max_param_diff(sharded, plain) < kParamTol);
         // Each rank holds its 1/dp slice of the moments (buckets are padded to dp slices).
         const double ratio = static_cast<double>(sharded.optimizer_state_bytes()) /
                              static_cast<double>(plain.optimizer_state_bytes());
@@ -114,15 +119,7 @@ TEST_CASE("hybrid sharding (optimizer.shard_group) trains like the unsharded opt
       const double tol = wire_bf16 ? 2e-3 : kLossTol;
       CHECK(max_rel_diff(got.losses, expected.losses) < tol);
       CHECK(max_rel_diff(got.norms, expected.norms) < (wire_bf16 ? 5e-2 : kLossTol));
-      double param_diff = 0;
-      for (size_t c = 0; c < plain.chunks().size(); ++c) {
-        const auto want = plain.chunks()[c]->module().parameters();
-        const auto have = hybrid.chunks()[c]->module().parameters();
-        for (size_t k = 0; k < want.size(); ++k) {
-          param_diff = std::max(param_diff, (have[k] - want[k]).abs().max().item<double>());
-        }
-      }
-      CHECK(param_diff < (wire_bf16 ? 1e-2 : kParamTol));
+      CHECK(max_param_diff(hybrid, plain) < (wire_bf16 ? 1e-2 : kParamTol));
       // Each rank holds 1/2 of the moments: sharded within its group of 2, not over dp.
       const double ratio = static_cast<double>(hybrid.optimizer_state_bytes()) /
                            static_cast<double>(plain.optimizer_state_bytes());
