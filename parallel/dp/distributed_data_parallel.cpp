@@ -342,22 +342,22 @@ void DistributedDataParallel::finish() {
     }
   }
   const auto start = std::chrono::steady_clock::now();
-  for (auto& bucket : buckets_) {
+  Communicator* replicas = options_.shard ? options_.replica_group : nullptr;
+  const bool across = replicas != nullptr && replicas->size() > 1;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    Bucket& bucket = buckets_[b];
     if (bucket.work) bucket.work->wait();
     bucket.work = nullptr;
+    if (!across) continue;
+    // Hybrid sharding: the group has averaged its slice over its own ranks (a bf16 wire: summed);
+    // the slice now meets its copies in the other groups, while the later buckets' reduce-scatters
+    // are still in flight. The average of averages over equal groups is the average over dp.
+    const flight::Label label(str("DDP replica all-reduce bucket ", b, " of ", buckets_.size()));
+    bucket.work = bucket.wire.defined()
+                      ? replicas->all_reduce_async(bucket.wire_shard, ReduceOp::kSum)
+                      : replicas->all_reduce_async(bucket.grad_shard, ReduceOp::kAvg);
   }
-  Communicator* replicas = options_.shard ? options_.replica_group : nullptr;
-  if (replicas != nullptr && replicas->size() > 1) {
-    // Hybrid sharding: each group averaged its slice over its own ranks (a bf16 wire: summed);
-    // the groups' copies of the slice now meet. The average of averages over equal groups is the
-    // average over dp.
-    for (size_t b = 0; b < buckets_.size(); ++b) {
-      const flight::Label label(str("DDP replica all-reduce bucket ", b, " of ", buckets_.size()));
-      Bucket& bucket = buckets_[b];
-      bucket.work = bucket.wire.defined()
-                        ? replicas->all_reduce_async(bucket.wire_shard, ReduceOp::kSum)
-                        : replicas->all_reduce_async(bucket.grad_shard, ReduceOp::kAvg);
-    }
+  if (across) {
     for (auto& bucket : buckets_) {
       bucket.work->wait();
       bucket.work = nullptr;
