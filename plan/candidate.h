@@ -33,6 +33,9 @@ struct Candidate {
   /// configuration's ddp.hierarchical stays.
   Hierarchical hierarchical = Hierarchical::kAuto;
 
+  /// How many ranks split the optimizer state: 1 without ZeRO-1, else the shard group (all of
+  /// dp unless hybrid).
+  int state_shards() const { return zero1 ? (shard_group > 0 ? shard_group : dp) : 1; }
   /// The configuration with this candidate's choices in it.
   Config applied(const Config& base) const;
   /// "dp2 tp2 pp2 1f1b b4x4 none" and the levers that are on ("zero1 sp hier").

@@ -154,16 +154,16 @@ RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double ac
   m.activations = activation_peak(schedule, r, chunks, transient, activation_bytes);
   // ZeRO-1 splits the state (and keeps a gradient slice) over its shard group: all of dp, or
   // optimizer.shard_group ranks under hybrid sharding.
-  const double dp = c.zero1 && c.shard_group > 0 ? c.shard_group : c.dp;
-  m.gradients = m.parameters * (c.zero1 ? 1.0 + 1.0 / dp : 1.0);
+  const double shards = c.state_shards();
+  m.gradients = m.parameters * (c.zero1 ? 1.0 + 1.0 / shards : 1.0);
   if (config.train.optimizer == OptimizerKind::kAdamW) {
-    m.optimizer = 2 * m.parameters / (c.zero1 ? dp : 1.0);
+    m.optimizer = 2 * m.parameters / shards;
   } else if (config.train.momentum != 0) {
     m.optimizer = m.parameters;
   }
   if (config.checkpoint.async && config.checkpoint.every > 0) {
     // The snapshot holds the stage's whole optimizer state, ZeRO-1 or not (it is gathered).
-    m.checkpoint_snapshot = m.parameters + m.optimizer * (c.zero1 ? dp : 1.0);
+    m.checkpoint_snapshot = m.parameters + m.optimizer * shards;
   }
   return m;
 }
@@ -183,8 +183,9 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
     const LinkClass inside =
         topology.link_of(std::vector<int>(dp_group.begin(), dp_group.begin() + s));
     std::vector<int> across;
-    for (size_t k = 0; k < dp_group.size(); k += static_cast<size_t>(s))
+    for (size_t k = 0; k < dp_group.size(); k += static_cast<size_t>(s)) {
       across.push_back(dp_group[k]);
+    }
     return profile.link(Collective::kReduceScatter, s, inside).time(grad_bytes) +
            profile.link(Collective::kAllReduce, c.dp / s, topology.link_of(across))
                .time(grad_bytes / s) +
@@ -254,9 +255,8 @@ Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profi
 
   out.dp_comm = dp_sync_seconds(plan, c, profile, topology, most_parameters);
   out.tp_cross = tp_cross_seconds(plan, c, profile, topology, activation_bytes);
-  out.optimizer = profile.optimizer_per_parameter * (most_parameters / 4) /
-                  (c.zero1 ? static_cast<double>(c.shard_group > 0 ? c.shard_group : c.dp) : 1.0) *
-                  share.load;
+  out.optimizer =
+      profile.optimizer_per_parameter * (most_parameters / 4) / c.state_shards() * share.load;
   out.overhead = profile.step_overhead;
   out.step_seconds = sim.makespan + out.tp_cross + out.dp_comm + out.optimizer + out.overhead;
   return out;

@@ -161,7 +161,7 @@ EvalSum Trainer::evaluate_rows(const Batch& local, int microbatches) {
   return EvalSum{mean * samples, samples, executor.microbatch_losses()};
 }
 
-double Trainer::evaluation_mean(const std::vector<EvalSum>& parts, bool in_blocks) {
+EvalMean Trainer::evaluation_mean(const std::vector<EvalSum>& parts, bool in_blocks) {
   if (!(invariant() && in_blocks)) {
     EvalSum sum;
     for (const EvalSum& part : parts) {
@@ -170,14 +170,16 @@ double Trainer::evaluation_mean(const std::vector<EvalSum>& parts, bool in_block
     }
     torch::Tensor total = torch::tensor({sum.sum, sum.samples}, torch::kDouble);
     context_.dp().all_reduce(total, ReduceOp::kSum);
-    return total[0].item<double>() / total[1].item<double>();
+    return EvalMean{total[0].item<double>() / total[1].item<double>(), total[1].item<double>()};
   }
   // Equal micro-batches everywhere (m per part on every rank), so the mean of their metrics is
   // the mean over samples. One gather of every part's metrics, [rank][part][micro-batch], read
   // out in global order [part][rank][micro-batch].
   std::vector<double> mine;
+  double samples = 0;  // this rank's: the same on every rank (equal blocks)
   for (const EvalSum& part : parts) {
     mine.insert(mine.end(), part.microbatches.begin(), part.microbatches.end());
+    samples += part.samples;
   }
   const int64_t ranks = context_.dp_size(), per_rank = static_cast<int64_t>(mine.size());
   const int64_t m = parts.empty() ? 0 : static_cast<int64_t>(parts.front().microbatches.size());
@@ -192,7 +194,8 @@ double Trainer::evaluation_mean(const std::vector<EvalSum>& parts, bool in_block
       global.insert(global.end(), block, block + m);
     }
   }
-  return tree_sum_numbers(global) / static_cast<double>(global.size());
+  return EvalMean{tree_sum_numbers(global) / static_cast<double>(global.size()),
+                  samples * static_cast<double>(ranks)};
 }
 
 double Trainer::evaluate_mean(const Batch& local, int microbatches) {
@@ -212,7 +215,7 @@ double Trainer::evaluate_local(const Batch& local) {
   TRIAX_CHECK(local.size() == plan_.local_batch, "expected this rank's ", plan_.local_batch,
               " samples, got ", local.size());
   const EvalSum part = evaluate_rows(local, static_cast<int>(plan_.num_microbatches));
-  if (invariant()) return evaluation_mean({part}, /*in_blocks=*/true);
+  if (invariant()) return evaluation_mean({part}, /*in_blocks=*/true).mean;
   // Every rank's share has the same samples: the global mean is the mean of the ranks' means.
   torch::Tensor mean = torch::tensor({part.sum / part.samples}, torch::kDouble);
   context_.dp().all_reduce(mean, ReduceOp::kAvg);

@@ -59,6 +59,12 @@ struct EvalSum {
   std::vector<double> microbatches;
 };
 
+/// One evaluation over every rank: the metric's mean and the samples it covers.
+struct EvalMean {
+  double mean = 0;
+  double samples = 0;
+};
+
 class Trainer {
  public:
   /// Builds this rank's chunks (same weights as one process), broadcasts them over dp.
@@ -80,7 +86,7 @@ class Trainer {
   /// rank; then layout-invariant numerics sum every micro-batch's metric in global order (batch,
   /// rank, micro-batch) by the tree and divide once, so the figure does not depend on dp or pp.
   /// Otherwise the parts' sums are added and all-reduced.
-  double evaluation_mean(const std::vector<EvalSum>& parts, bool in_blocks);
+  EvalMean evaluation_mean(const std::vector<EvalSum>& parts, bool in_blocks);
   /// The learning rate of the following steps (the LR schedule's value).
   void set_learning_rate(double lr) { optimizer_->set_learning_rate(lr); }
   /// Record each pipeline action's timing in the following steps (schedule.trace).

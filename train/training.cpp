@@ -199,16 +199,12 @@ void Training::write_trace(Trainer& trainer, int64_t step) {
 // rank's samples (Trainer::evaluation_mean: in layout-invariant numerics, in the canonical order).
 Training::Evaluation Training::evaluate(Trainer& trainer, BatchSource& batches) {
   std::vector<EvalSum> parts;
-  double samples = 0;
   for (int64_t k = 0; k < batches.eval_batches(); ++k) {
     const EvalBatch batch = batches.eval_batch(k);
     parts.push_back(trainer.evaluate_rows(batch.batch, batch.microbatches));
-    samples += parts.back().samples;
   }
-  const double mean = trainer.evaluation_mean(parts, batches.eval_in_blocks());
-  torch::Tensor total = torch::tensor({samples}, torch::kDouble);
-  context_.dp().all_reduce(total, ReduceOp::kSum);
-  return Evaluation{mean, static_cast<int64_t>(std::llround(total.item<double>()))};
+  const EvalMean all = trainer.evaluation_mean(parts, batches.eval_in_blocks());
+  return Evaluation{all.mean, static_cast<int64_t>(std::llround(all.samples))};
 }
 
 void Training::save(Trainer& trainer, BackgroundSave& saves, int64_t step, bool wait) {

@@ -111,7 +111,9 @@ Run train(ParallelContext& context, const Config& c) {
               DistributedSampler::block_rows(held_out.targets, rank, ranks)},
         static_cast<int>(c.train.global_batch / c.train.micro_batch / ranks)));
   }
-  r.eval = trainer.evaluation_mean(parts, /*in_blocks=*/true);
+  const EvalMean all = trainer.evaluation_mean(parts, /*in_blocks=*/true);
+  r.eval = all.mean;
+  CHECK(all.samples == static_cast<double>(2 * c.train.global_batch));
   for (auto& chunk : trainer.chunks()) {
     for (const auto& item : chunk->module().named_parameters()) {
       const auto [it, fresh] = r.params.emplace(item.key(), item.value().detach().clone());
