@@ -174,15 +174,20 @@ struct DdpConfig {
   /// The dtype gradients are averaged in across dp: "fp32" (default) or "bf16" (half the bytes;
   /// each reduction step rounds to bf16, as NCCL's bf16 all-reduce). Needs ddp.bucketed: true.
   Precision reduce_dtype = Precision::kFp32;
+  /// Sharded data parallelism (ZeRO): "none" (default), "optimizer" (AdamW's state: each dp rank
+  /// keeps 1/dp of it; gradients reduce-scattered after backward, parameters all-gathered after
+  /// the update), "gradients" (as optimizer, and each bucket is reduce-scattered as backward
+  /// completes it, every micro-batch, so a rank keeps only its 1/dp of the gradient) or
+  /// "parameters" (refused: not built yet). optimizer.shard: true is the same as "optimizer".
+  ShardLevel shard = ShardLevel::kNone;
 };
 
 struct OptimizerConfig {
-  /// ZeRO-1: each data-parallel rank keeps and updates 1/dp of AdamW's state; gradients are
-  /// reduce-scattered and parameters all-gathered instead of an all-reduce. Default false.
+  /// ZeRO-1, the older spelling of ddp.shard: optimizer (true: at least that level). Default false.
   bool shard = false;
-  /// Hybrid sharding (HSDP) with optimizer.shard: the state is sharded within groups of this many
-  /// consecutive dp ranks (e.g. one node's) and replicated across the groups, whose copies of a
-  /// slice are all-reduced; 0 = one group of all dp. Must divide dp. Default 0.
+  /// Hybrid sharding (HSDP) at any ddp.shard level: state and gradients are sharded within groups
+  /// of this many consecutive dp ranks (e.g. one node's) and replicated across the groups, whose
+  /// copies of a slice are all-reduced; 0 = one group of all dp. Must divide dp. Default 0.
   int64_t shard_group = 0;
 };
 
@@ -285,6 +290,12 @@ struct Config {
   CheckpointConfig checkpoint;
   RunConfig run;
 };
+
+/// The data-parallel shard level asked for: ddp.shard, or optimizer.shard: true's "optimizer".
+inline ShardLevel shard_level(const Config& c) {
+  return c.optimizer.shard && c.ddp.shard == ShardLevel::kNone ? ShardLevel::kOptimizer
+                                                               : c.ddp.shard;
+}
 
 /// Reads `path`, applies `overrides` ("a.b=value", YAML syntax for the value) and validates.
 /// Throws ConfigError listing every problem, one per line.

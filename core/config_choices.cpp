@@ -20,6 +20,7 @@ TRIAX_CHOICE_NAMES(Backend, "auto", "mpi", "tcp")
 TRIAX_CHOICE_NAMES(Precision, "fp32", "bf16")
 TRIAX_CHOICE_NAMES(Bf16Matmul, "auto", "native", "emulated")
 TRIAX_CHOICE_NAMES(Numerics, "fast", "layout_invariant")
+TRIAX_CHOICE_NAMES(ShardLevel, "none", "optimizer", "gradients", "parameters")
 
 #undef TRIAX_CHOICE_NAMES
 

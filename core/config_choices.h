@@ -1,6 +1,6 @@
 // defines: triax::ModelKind, triax::OptimizerKind, triax::Recompute, triax::LrDecay,
 //          triax::ScheduleKind, triax::Activation, triax::Hierarchical, triax::Backend,
-//          triax::Precision, triax::Bf16Matmul, triax::Numerics,
+//          triax::Precision, triax::Bf16Matmul, triax::Numerics, triax::ShardLevel,
 //          triax::choice_names, triax::choice_name, triax::parse_choice
 //
 // Every closed choice of the YAML as an enum, decided once when the file is read: the schema
@@ -28,6 +28,9 @@ enum class Backend { kAuto, kMpi, kTcp };                              ///< comm
 enum class Precision { kFp32, kBf16 };                ///< train.precision, ddp.reduce_dtype
 enum class Bf16Matmul { kAuto, kNative, kEmulated };  ///< train.bf16_matmul
 enum class Numerics { kFast, kLayoutInvariant };      ///< train.numerics
+/// ddp.shard: what the data-parallel ranks split (ZeRO's stages), each level including the ones
+/// before it: AdamW's state (1), the gradients (2), the parameters (3).
+enum class ShardLevel { kNone, kOptimizer, kGradients, kParameters };
 
 /// True for the enums above (the ones with YAML spellings).
 template <typename E>
@@ -35,7 +38,7 @@ using IsChoice = std::disjunction<
     std::is_same<E, ModelKind>, std::is_same<E, Activation>, std::is_same<E, OptimizerKind>,
     std::is_same<E, Recompute>, std::is_same<E, LrDecay>, std::is_same<E, ScheduleKind>,
     std::is_same<E, Hierarchical>, std::is_same<E, Backend>, std::is_same<E, Precision>,
-    std::is_same<E, Bf16Matmul>, std::is_same<E, Numerics>>;
+    std::is_same<E, Bf16Matmul>, std::is_same<E, Numerics>, std::is_same<E, ShardLevel>>;
 
 /// The YAML spellings of E's values, in enum order ("gpipe", "1f1b", "interleaved").
 template <typename E>

@@ -139,18 +139,22 @@ void visit_ddp(Config& c, ConfigVisitor& v) {
     choice_field(v, "reduce_dtype", c.ddp.reduce_dtype,
                  "dtype gradients are averaged in across dp (bf16: half the bytes, rounded to "
                  "bf16 per reduction step; needs bucketed: true)");
+    choice_field(v, "shard", c.ddp.shard,
+                 "sharded data parallelism (ZeRO): optimizer = 1/dp of AdamW's state per rank; "
+                 "gradients = also 1/dp of the gradient (each bucket reduce-scattered as backward "
+                 "completes it, every micro-batch); parameters = not built yet (needs "
+                 "train.optimizer: adamw, bucketed: true; optimizer.shard_group for hybrid)");
   });
 }
 
 void visit_optimizer(Config& c, ConfigVisitor& v) {
   v.section("optimizer", [&] {
     v.field("shard", c.optimizer.shard,
-            "ZeRO-1: each dp rank holds 1/dp of AdamW's state; gradients reduce-scattered, "
-            "parameters all-gathered (needs train.optimizer: adamw, ddp.bucketed: true)");
+            "ZeRO-1, the older spelling of ddp.shard: optimizer (true = at least that level)");
     v.field("shard_group", c.optimizer.shard_group, kNonNegative,
             "hybrid sharding (HSDP): shard within groups of this many consecutive dp ranks (e.g. "
             "one node), replicate across groups (their slices all-reduced); 0 = all of dp; must "
-            "divide dp (needs shard: true)");
+            "divide dp (needs ddp.shard, or shard: true)");
   });
 }
 

@@ -276,6 +276,7 @@ double calibrate_optimizer(const Config& config, Communicator& world, int repeat
   const std::unique_ptr<Communicator> self = world.split(world.rank(), 0);
   Config c = config;
   c.optimizer.shard = false;
+  c.ddp.shard = ShardLevel::kNone;
   constexpr int64_t kParameters = 1 << 20;
   torch::Tensor w = torch::randn({kParameters}).requires_grad_(true);
   w.mutable_grad() = torch::randn({kParameters});

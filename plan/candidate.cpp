@@ -21,8 +21,9 @@ Config Candidate::applied(const Config& base) const {
   c.train.micro_batch = micro_batch;
   c.train.recompute = recompute;
   c.train.recompute_layers = 0;
-  c.optimizer.shard = zero1;
-  c.optimizer.shard_group = zero1 ? shard_group : 0;
+  c.ddp.shard = shard;
+  c.optimizer.shard = false;  // the older spelling would raise ddp.shard: none to optimizer
+  c.optimizer.shard_group = sharded() ? shard_group : 0;
   if (hierarchical != Hierarchical::kAuto) c.ddp.hierarchical = hierarchical;
   return c;
 }
@@ -31,8 +32,9 @@ std::string Candidate::describe() const {
   std::string text = str("dp", dp, " tp", tp, " pp", pp, " ");
   if (pp > 1) text += choice_name(schedule) + (chunks > 1 ? str("x", chunks) : "") + " ";
   text += str("b", micro_batch, "x", microbatches, " ", choice_name(recompute));
-  if (zero1) text += " zero1";
-  if (zero1 && shard_group > 0 && shard_group < dp) text += str("/", shard_group);
+  if (shard == ShardLevel::kOptimizer) text += " zero1";
+  if (shard == ShardLevel::kGradients) text += " zero2";
+  if (sharded() && shard_group > 0 && shard_group < dp) text += str("/", shard_group);
   if (sequence) text += " sp";
   if (hierarchical == Hierarchical::kTrue) text += " hier";
   if (hierarchical == Hierarchical::kFalse) text += " flat";
@@ -44,8 +46,8 @@ std::string Candidate::overrides() const {
       "--set parallel.tensor=", tp, " --set parallel.pipeline=", pp,
       " --set schedule.name=", choice_name(schedule), " --set schedule.chunks_per_rank=", chunks,
       " --set train.micro_batch=", micro_batch, " --set train.recompute=", choice_name(recompute),
-      " --set optimizer.shard=", zero1 ? "true" : "false",
-      " --set optimizer.shard_group=", zero1 ? shard_group : 0,
+      " --set ddp.shard=", choice_name(shard), " --set optimizer.shard=false",
+      " --set optimizer.shard_group=", sharded() ? shard_group : 0,
       " --set parallel.sequence=", sequence ? "true" : "false",
       hierarchical == Hierarchical::kAuto ? std::string()
                                           : " --set ddp.hierarchical=" + choice_name(hierarchical));
@@ -119,8 +121,10 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
         for (int b : divisors(per_dp)) {
           for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
             if (!pipelined && r != Recompute::kNone) continue;
-            for (bool zero1 : {false, true}) {
-              if (zero1 && (dp == 1 || config.train.optimizer != OptimizerKind::kAdamW)) continue;
+            for (ShardLevel level :
+                 {ShardLevel::kNone, ShardLevel::kOptimizer, ShardLevel::kGradients}) {
+              const bool zero = level != ShardLevel::kNone;
+              if (zero && (dp == 1 || config.train.optimizer != OptimizerKind::kAdamW)) continue;
               for (bool sp : {false, true}) {
                 if (sp && tp == 1) continue;
                 for (Hierarchical h : hier) {
@@ -129,10 +133,10 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
                   c.schedule = shape.kind;
                   c.micro_batch = b;
                   c.microbatches = per_dp / b;
-                  c.recompute = r, c.zero1 = zero1, c.sequence = sp, c.hierarchical = h;
+                  c.recompute = r, c.shard = level, c.sequence = sp, c.hierarchical = h;
                   // The configuration's hybrid group where it tiles this dp (else all of dp).
                   const int group = static_cast<int>(config.optimizer.shard_group);
-                  if (zero1 && group > 0 && dp % group == 0) c.shard_group = group;
+                  if (zero && group > 0 && dp % group == 0) c.shard_group = group;
                   try {
                     RunPlan plan = plan_run(c.applied(config), world, DataCheck::kSkip);
                     if (plans) plans->push_back(std::move(plan));

@@ -1,7 +1,7 @@
 // defines: triax::Candidate, triax::PlanConstraints, triax::enumerate_candidates
 //
 // One way to run a configuration on N ranks: the layout (dp x tp x pp, chunks per rank), the
-// pipeline schedule, the micro-batch size, and the memory levers (recompute, ZeRO-1, sequence
+// pipeline schedule, the micro-batch size, and the memory levers (recompute, ZeRO-1/2, sequence
 // parallelism, node-aware all-reduce). enumerate_candidates lists every one that the run's own
 // rules accept (each candidate is checked by plan_run, the function `triax train` checks with,
 // so the planner can never propose a layout training would refuse), for the configuration's
@@ -26,19 +26,21 @@ struct Candidate {
   int64_t micro_batch = 1;
   int64_t microbatches = 1;  ///< per step, per dp rank
   Recompute recompute = Recompute::kNone;
-  bool zero1 = false;
-  int shard_group = 0;  ///< with zero1: hybrid sharding over groups of this many dp ranks; 0 = dp
+  ShardLevel shard = ShardLevel::kNone;  ///< ddp.shard: none, optimizer (ZeRO-1), gradients (2)
+  int shard_group = 0;  ///< when sharded: hybrid sharding over groups of this many dp ranks; 0 = dp
   bool sequence = false;
   /// Chosen only where the dp groups span nodes (true or false); else kAuto: the
   /// configuration's ddp.hierarchical stays.
   Hierarchical hierarchical = Hierarchical::kAuto;
 
-  /// How many ranks split the optimizer state: 1 without ZeRO-1, else the shard group (all of
-  /// dp unless hybrid).
-  int state_shards() const { return zero1 ? (shard_group > 0 ? shard_group : dp) : 1; }
+  bool sharded() const { return shard != ShardLevel::kNone; }
+  /// How many ranks split the optimizer state (and, ZeRO-2, the gradients): 1 unsharded, else
+  /// the shard group (all of dp unless hybrid).
+  int state_shards() const { return sharded() ? (shard_group > 0 ? shard_group : dp) : 1; }
   /// The configuration with this candidate's choices in it.
   Config applied(const Config& base) const;
-  /// "dp2 tp2 pp2 1f1b b4x4 none" and the levers that are on ("zero1 sp hier").
+  /// "dp2 tp2 pp2 1f1b b4x4 none" and the levers that are on ("zero1 sp hier"; zero2 for
+  /// ddp.shard: gradients, zero1/4 for hybrid groups of 4).
   std::string describe() const;
   /// "--set parallel.tensor=2 --set parallel.pipeline=2 ...": what makes `triax train` run it.
   std::string overrides() const;

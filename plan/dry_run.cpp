@@ -29,7 +29,7 @@ Candidate configured(const RunPlan& plan) {
   out.micro_batch = plan.batch.micro_batch;
   out.microbatches = plan.batch.num_microbatches;
   out.recompute = c.train.recompute;
-  out.zero1 = c.optimizer.shard;
+  out.shard = shard_level(c);
   out.shard_group = static_cast<int>(c.optimizer.shard_group);
   out.sequence = plan.sequence_parallel;
   out.hierarchical =

@@ -153,9 +153,15 @@ RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double ac
   }
   m.activations = activation_peak(schedule, r, chunks, transient, activation_bytes);
   // ZeRO-1 splits the state (and keeps a gradient slice) over its shard group: all of dp, or
-  // optimizer.shard_group ranks under hybrid sharding.
+  // optimizer.shard_group ranks under hybrid sharding. ZeRO-2 keeps only the slice, and the
+  // buckets that backward is filling or that are in flight: about two of ddp.bucket_mb.
   const double shards = c.state_shards();
-  m.gradients = m.parameters * (c.zero1 ? 1.0 + 1.0 / shards : 1.0);
+  if (c.shard == ShardLevel::kGradients) {
+    m.gradients =
+        m.parameters / shards + std::min(m.parameters, 2 * config.ddp.bucket_mb * 1024 * 1024);
+  } else {
+    m.gradients = m.parameters * (c.sharded() ? 1.0 + 1.0 / shards : 1.0);
+  }
   if (config.train.optimizer == OptimizerKind::kAdamW) {
     m.optimizer = 2 * m.parameters / shards;
   } else if (config.train.momentum != 0) {
@@ -176,7 +182,9 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
   const std::vector<int> dp_group = plan.layout.group_of(Axis::kDp, 0);
   const LinkClass link = topology.link_of(dp_group);
   const int local = std::min(c.dp, topology.per_node());
-  if (c.zero1 && c.shard_group > 0 && c.shard_group < c.dp) {
+  // ZeRO-2 reduce-scatters every micro-batch's gradients (ZeRO-1 the step's sum once).
+  const double times = c.shard == ShardLevel::kGradients ? static_cast<double>(c.microbatches) : 1;
+  if (c.sharded() && c.shard_group > 0 && c.shard_group < c.dp) {
     // Hybrid sharding: reduce-scatter inside a group of S consecutive dp ranks, the slice (1/S)
     // all-reduced across the dp / S groups, the parameters all-gathered inside the group.
     const int s = c.shard_group;
@@ -186,9 +194,9 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
     for (size_t k = 0; k < dp_group.size(); k += static_cast<size_t>(s)) {
       across.push_back(dp_group[k]);
     }
-    return profile.link(Collective::kReduceScatter, s, inside).time(grad_bytes) +
-           profile.link(Collective::kAllReduce, c.dp / s, topology.link_of(across))
-               .time(grad_bytes / s) +
+    return times * (profile.link(Collective::kReduceScatter, s, inside).time(grad_bytes) +
+                    profile.link(Collective::kAllReduce, c.dp / s, topology.link_of(across))
+                        .time(grad_bytes / s)) +
            profile.link(Collective::kAllGather, s, inside).time(most_parameters);
   }
   double seconds = 0;
@@ -198,12 +206,12 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
         profile.link(Collective::kReduceScatter, local, LinkClass::kNode).time(grad_bytes) +
         profile.link(Collective::kAllReduce, across, LinkClass::kNet).time(grad_bytes / local) +
         profile.link(Collective::kAllGather, local, LinkClass::kNode).time(grad_bytes);
-  } else if (c.zero1) {
-    seconds = profile.link(Collective::kReduceScatter, c.dp, link).time(grad_bytes);
+  } else if (c.sharded()) {
+    seconds = times * profile.link(Collective::kReduceScatter, c.dp, link).time(grad_bytes);
   } else {
     seconds = profile.link(Collective::kAllReduce, c.dp, link).time(grad_bytes);
   }
-  if (c.zero1) {  // parameters gathered back after the sharded update
+  if (c.sharded()) {  // parameters gathered back after the sharded update
     seconds += profile.link(Collective::kAllGather, c.dp, link).time(most_parameters);
   }
   return seconds;

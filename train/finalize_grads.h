@@ -2,15 +2,17 @@
 //
 // Megatron's finalize_model_grads: everything that happens to the gradients between the last
 // backward and the optimizer step, in one place and in this order:
-//   1. data parallel: wait for the dp reduction that ran during backward (bucketed all-reduce);
+//   1. data parallel: wait for the dp reduction that ran during backward (bucketed all-reduce,
+//      or the sharded levels' reduce-scatters);
 //   2. tensor parallel: sum over tp the gradients each tp rank computed from its part of the
 //      sequence (sequence parallelism: LayerNorms, row-parallel biases);
 //   3. the tied embedding: sum the copies (this rank's chunks and the embedding group), so both
-//      copies take the same step;
-//   4. data parallel, when the reduction starts in finish() (ZeRO-1's reduce-scatter): now, after
-//      2 and 3, because its slices need not line up with the copies of step 3.
-// Sums over tp or the embedding group and averages over dp commute, so 1 before 2-3 equals 4
-// after them; 1 goes first because its buffers may still be in flight during backward.
+//      copies take the same step.
+// Sums over tp or the embedding group and averages over dp commute, so 1 goes first: its
+// buffers are in flight during backward. With ddp.shard (GradientSync::reduces_to_slices) only
+// this rank's slices are reduced after 1: 2 and 3 sum the slices (every tp rank's buckets are
+// laid out alike, and each tied copy has a bucket of its own, so the slices line up), on 1/dp of
+// the bytes; ZeRO-1 and ZeRO-2 then round alike.
 #pragma once
 
 #include <torch/torch.h>

@@ -134,13 +134,28 @@ void check_gpt_only_options(const Config& config) {
   }
 }
 
-// ZeRO-1 shards AdamW's moments over DDP's buckets, so it needs both (and the GPT trainer).
+// Sharded data parallelism splits AdamW's moments (and, from ddp.shard: gradients on, the
+// gradients) over DDP's buckets, so it needs both (and the transformer trainer).
 void check_sharded_optimizer(const Config& config, const BatchPlan& batch) {
+  const ShardLevel level = shard_level(config);
+  // The key the user set, as messages name it.
+  const std::string key = config.ddp.shard != ShardLevel::kNone
+                              ? str("ddp.shard: ", config.ddp.shard)
+                              : std::string("optimizer.shard: true");
+  const std::string off = config.ddp.shard != ShardLevel::kNone
+                              ? std::string("ddp.shard: none")
+                              : std::string("optimizer.shard: false");
+  if (level == ShardLevel::kParameters) {
+    throw ConfigError(std::string(
+        "ddp.shard: parameters (ZeRO-3 / FSDP: parameters sharded and gathered per block) is not "
+        "built yet; valid: none, optimizer, gradients (gradients keeps 1/dp of the gradient and of "
+        "AdamW's state per rank)"));
+  }
   const int64_t group = config.optimizer.shard_group;
-  if (group > 0 && !config.optimizer.shard) {
+  if (group > 0 && level == ShardLevel::kNone) {
     throw ConfigError(str("optimizer.shard_group: ", group,
-                          " shards AdamW's state within groups of dp ranks, but optimizer.shard is "
-                          "false (set optimizer.shard: true, or optimizer.shard_group: 0)"));
+                          " shards AdamW's state within groups of dp ranks, but ddp.shard is none "
+                          "(set ddp.shard: optimizer or gradients, or optimizer.shard_group: 0)"));
   }
   if (group > 0 && batch.dp % group != 0) {
     std::vector<std::string> valid{"0 (all of dp)"};
@@ -160,20 +175,20 @@ void check_sharded_optimizer(const Config& config, const BatchPlan& batch) {
                           " already reduces within groups and then across them (set "
                           "ddp.hierarchical: auto or false, or optimizer.shard_group: 0)"));
   }
-  if (!config.optimizer.shard) return;
+  if (level == ShardLevel::kNone) return;
   if (!model_spec(config.model.arch).pipelined) {
-    throw ConfigError(str("optimizer.shard: true is supported for model.arch: gpt, llama, not '",
-                          config.model.arch, "' (set optimizer.shard: false)"));
+    throw ConfigError(str(key, " is supported for model.arch: gpt, llama, not '", config.model.arch,
+                          "' (set ", off, ")"));
   }
   if (config.train.optimizer != OptimizerKind::kAdamW) {
-    throw ConfigError(str("optimizer.shard: true shards AdamW's state, but train.optimizer is '",
-                          config.train.optimizer,
-                          "' (set train.optimizer: adamw, or optimizer.shard: false)"));
+    throw ConfigError(str(key, " shards AdamW's state, but train.optimizer is '",
+                          config.train.optimizer, "' (set train.optimizer: adamw, or ", off, ")"));
   }
   if (!config.ddp.bucketed) {
-    throw ConfigError(
-        "optimizer.shard: true reduce-scatters DDP's buckets, but ddp.bucketed is false (set "
-        "ddp.bucketed: true, or optimizer.shard: false)");
+    throw ConfigError(str(key,
+                          " reduce-scatters DDP's buckets, but ddp.bucketed is false (set "
+                          "ddp.bucketed: true, or ",
+                          off, ")"));
   }
 }
 

@@ -46,8 +46,9 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
   }
   // Hybrid sharding (optimizer.shard_group S < dp): the groups of S consecutive dp ranks and the
   // groups of ranks at the same place in each (collective over dp, on every dp rank alike).
+  const ShardLevel level = shard_level(config_);
   const int64_t group = config_.optimizer.shard_group;
-  if (config_.optimizer.shard && group > 0 && group < context_.dp_size()) {
+  if (level != ShardLevel::kNone && group > 0 && group < context_.dp_size()) {
     const int d = context_.dp_rank(), s = static_cast<int>(group);
     shard_group_ = context_.dp().split(d / s, d % s);
     replica_group_ = context_.dp().split(d % s, d / s);
@@ -67,6 +68,14 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     torch::nn::Module& module = chunks_.back()->module();
     const auto traits = collect_param_traits(module);
     std::vector<std::pair<std::string, torch::Tensor>> named;
+    DdpOptions ddp;
+    ddp.shard = level != ShardLevel::kNone;
+    ddp.shard_gradients = level == ShardLevel::kGradients;
+    ddp.reduce_dtype = MixedPrecision(config_).wire_dtype();
+    ddp.tree_leaves = tree_leaves;
+    ddp.tree_pairs = !split;
+    ddp.shard_group = shard_group_.get();
+    ddp.replica_group = replica_group_.get();
     for (const auto& item : module.named_parameters()) {
       const ParamTraits& t = traits.at(item.key());
       named.emplace_back(item.key(), item.value());
@@ -78,15 +87,15 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
         norm_keys.emplace_back(t.sharded ? str(item.key(), "#tp", context_.tp_rank()) : item.key(),
                                item.value());
       }
-      if (t.tied) grads_.tied_copies.push_back(item.value());
+      if (t.tied) {
+        grads_.tied_copies.push_back(item.value());
+        ddp.alone.push_back(item.value());  // its slices line up with the other copy's (ZeRO-2)
+      }
     }
     for (auto& p : chunks_.back()->sequence_partial_parameters()) {
       grads_.sequence_partial.push_back(p);
     }
-    ddp_.push_back(make_gradient_sync(std::move(named), dp, config_.ddp,
-                                      MixedPrecision(config_).wire_dtype(), config_.optimizer.shard,
-                                      tree_leaves, /*tree_pairs=*/!split, shard_group_.get(),
-                                      replica_group_.get()));
+    ddp_.push_back(make_gradient_sync(std::move(named), dp, config_.ddp, std::move(ddp)));
     const torch::Tensor alias = chunks_.back()->tied_head_alias();
     if (alias.defined()) {  // both ends of a tied model on this chunk (layout-invariant numerics)
       ddp_.back()->add_gradient_holder(alias);
@@ -277,6 +286,18 @@ double Trainer::step_local(const Batch& local) {
   phases_.loss_sync = seconds_since(t);
   phases_.total = seconds_since(start);
   return loss;
+}
+
+int64_t Trainer::gradient_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& sync : ddp_) bytes += sync->gradient_bytes();
+  return bytes;
+}
+
+int64_t Trainer::peak_gradient_bytes() const {
+  int64_t bytes = 0;  // the chunks' peaks may fall at different times: an upper bound
+  for (const auto& sync : ddp_) bytes += sync->peak_gradient_bytes();
+  return bytes;
 }
 
 double Trainer::global_mean_loss() {

@@ -107,8 +107,12 @@ class Trainer {
   CheckpointContents checkpoint_contents();
   /// Restores what checkpoint_contents() gave (names checked; throws naming a missing one).
   void load_state_tensors(const std::map<std::string, torch::Tensor>& tensors);
-  /// Bytes of optimizer state this rank holds (its slices with optimizer.shard).
+  /// Bytes of optimizer state this rank holds (its slices with ddp.shard).
   int64_t optimizer_state_bytes() const { return optimizer_->state_bytes(); }
+  /// Bytes of gradient buffers this rank holds now, and at most during the last step
+  /// (GradientSync::gradient_bytes): ZeRO-2 keeps only its slices between steps.
+  int64_t gradient_bytes() const;
+  int64_t peak_gradient_bytes() const;
   /// Parameters of the whole model (all tp and pp ranks together, tied weights once).
   int64_t model_parameters() const { return model_parameters_; }
 

@@ -127,6 +127,21 @@ StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
                 plan_.batch.describe(), "; schedule ", schedule.name, " (", schedule.microbatches,
                 " micro-batches, ", schedule.chunks, " chunk(s) per rank)"));
   log::info(plan_.numerics_guarantee());
+  const ShardLevel level = shard_level(plan_.config);
+  if (level != ShardLevel::kNone) {
+    const int64_t group = plan_.config.optimizer.shard_group;
+    const int shards = group > 0 ? static_cast<int>(group) : context_.dp_size();
+    const double mib = 1024.0 * 1024.0;
+    log::info(str(
+        "sharded data parallelism: ddp.shard ", level, " (ZeRO-",
+        level == ShardLevel::kGradients ? 2 : 1, ") over ", shards, " dp rank(s)",
+        shards < context_.dp_size()
+            ? str(", replicated ", context_.dp_size() / shards, " times (hybrid)")
+            : std::string(),
+        "; rank 0 holds ", fixed(static_cast<double>(trainer.optimizer_state_bytes()) / mib, 1),
+        " MiB of AdamW's state and ", fixed(static_cast<double>(trainer.gradient_bytes()) / mib, 1),
+        " MiB of gradient buffers between steps"));
+  }
   const int64_t units = spec.units_per_sample(plan_.config.model);
   log::info(str(
       "data: ", data.train_samples, " training samples",

@@ -19,6 +19,7 @@ DistributedDataParallel::DistributedDataParallel(
   const double first_limit = std::min(limit, 1024.0 * 1024.0);
   bucket_of_.assign(params_.size(), 0);
   seen_.assign(params_.size(), false);
+  touched_.assign(params_.size(), false);
   views_.resize(params_.size());
   // Reverse registration order: the last layers' gradients come first in backward.
   std::vector<std::vector<size_t>> groups(1);
@@ -27,34 +28,44 @@ DistributedDataParallel::DistributedDataParallel(
     const torch::Tensor& p = params_[k].second;
     TRIAX_CHECK(p.scalar_type() == params_.front().second.scalar_type(), "DDP needs one dtype");
     const double size = static_cast<double>(p.numel() * p.element_size());
-    if (!groups.back().empty() && bytes + size > (groups.size() == 1 ? first_limit : limit)) {
+    const bool alone = std::any_of(options_.alone.begin(), options_.alone.end(),
+                                   [&](const torch::Tensor& t) { return t.is_same(p); });
+    if (!groups.back().empty() &&
+        (alone || bytes + size > (groups.size() == 1 ? first_limit : limit))) {
       groups.emplace_back();
       bytes = 0;
     }
     groups.back().push_back(k);
     bytes += size;
+    if (alone) bytes = limit + 1;  // the next parameter starts another bucket
   }
+  // ZeRO-2 allocates a bucket's buffer only while backward fills it (fill()).
+  const bool lazy = options_.shard && options_.shard_gradients && options_.tree_leaves == 0;
   const int64_t ranks = shards().size();  // the slices of a sharded bucket
+  if (!params_.empty()) {
+    narrow_ = options_.reduce_dtype != params_.front().second.scalar_type() && dp_.size() > 1;
+  }
   for (auto& members : groups) {
     if (members.empty()) continue;
     int64_t numel = 0;
     for (size_t k : members) numel += params_[k].second.numel();
     if (options_.shard) numel = (numel + ranks - 1) / ranks * ranks;  // equal slices
     Bucket bucket;
+    bucket.numel = numel;
     const auto options = params_[members.front()].second.options();
-    bucket.buffer = torch::zeros({numel}, options);
+    if (!lazy) bucket.buffer = torch::zeros({numel}, options);
     if (options_.shard) {
       bucket.params = torch::zeros({numel}, options);
       bucket.grad_shard = torch::zeros({numel / ranks}, options);
     }
-    if (options_.reduce_dtype != options.dtype().toScalarType() && dp_.size() > 1) {
+    if (narrow_ && !lazy) {
       bucket.wire = torch::empty({numel}, options.dtype(options_.reduce_dtype));
       if (options_.shard) bucket.wire_shard = torch::empty({numel / ranks}, bucket.wire.options());
     }
     int64_t offset = 0;
     for (size_t k : members) {
       torch::Tensor& p = params_[k].second;
-      views_[k] = bucket.buffer.narrow(0, offset, p.numel()).view(p.sizes());
+      if (!lazy) views_[k] = bucket.buffer.narrow(0, offset, p.numel()).view(p.sizes());
       bucket.offsets.push_back(offset);
       if (options_.shard) {
         // The parameter now lives in the flat buffer: one slice of it is this rank's shard.
@@ -96,6 +107,14 @@ DistributedDataParallel::DistributedDataParallel(
 
 DistributedDataParallel::~DistributedDataParallel() {
   *alive_ = false;
+  for (auto& flight : flights_) {
+    if (flight.work) {
+      try {
+        flight.work->wait();
+      } catch (...) {
+      }
+    }
+  }
   for (auto& bucket : buckets_) {
     if (bucket.work) {
       try {
@@ -114,6 +133,25 @@ void DistributedDataParallel::broadcast_parameters() {
 }
 
 void DistributedDataParallel::zero_grad() {
+  if (flying()) {
+    // Nothing is filled or in the air between steps (finish() landed every flight).
+    flights_.clear();
+    for (auto& bucket : buckets_) {
+      bucket.buffer = torch::Tensor();
+      bucket.grad_shard.zero_();  // a bucket no parameter of which gets a gradient (allow_unused)
+      bucket.launches = 0;
+      bucket.pending = static_cast<int>(bucket.members.size());
+    }
+    for (size_t k = 0; k < params_.size(); ++k) {
+      params_[k].second.mutable_grad() = torch::Tensor();
+      views_[k] = torch::Tensor();
+    }
+    std::fill(seen_.begin(), seen_.end(), false);
+    std::fill(touched_.begin(), touched_.end(), false);
+    have_pending_ = false;
+    peak_bytes_ = 0;
+    return;
+  }
   for (auto& bucket : buckets_) bucket.buffer.zero_();
   for (size_t k = 0; k < params_.size(); ++k) {
     torch::Tensor& grad = params_[k].second.mutable_grad();
@@ -131,7 +169,8 @@ void DistributedDataParallel::zero_grad() {
 }
 
 void DistributedDataParallel::set_sync(bool last_microbatch) {
-  sync_ = last_microbatch && !tree_;  // the tree reduces in finish()
+  // The tree reduces in finish(); ZeRO-2 reduces every micro-batch's buckets as they complete.
+  sync_ = (last_microbatch || flying()) && !tree_;
 }
 
 void DistributedDataParallel::on_gradient(size_t index) {
@@ -142,6 +181,12 @@ void DistributedDataParallel::on_gradient(size_t index) {
   }
   if (!sync_) return;
   if (have_pending_) mark_final(pending_index_);  // its accumulation has completed by now
+  if (flying()) {
+    touched_[index] = true;
+    // The hook runs before the gradient is accumulated: it lands in the bucket's new buffer.
+    Bucket& bucket = buckets_[bucket_of_[index]];
+    if (!bucket.buffer.defined()) fill(bucket);
+  }
   pending_index_ = index;
   have_pending_ = true;
   // MPI has no progress thread: a posted all-reduce advances only inside MPI calls, so backward
@@ -149,6 +194,7 @@ void DistributedDataParallel::on_gradient(size_t index) {
   for (auto& bucket : buckets_) {
     if (bucket.work) bucket.work->is_completed();
   }
+  if (flying()) advance(/*wait=*/false);
 }
 
 void DistributedDataParallel::gradients_ready(const std::vector<torch::Tensor>& params) {
@@ -163,13 +209,28 @@ void DistributedDataParallel::gradients_ready(const std::vector<torch::Tensor>& 
   if (!sync_) return;
   if (have_pending_) mark_final(pending_index_);  // no backward is running: it is complete
   have_pending_ = false;
+  std::vector<size_t> ready;
   for (const auto& p : params) {
     const auto it = index_of_.find(p.unsafeGetTensorImpl());
-    if (it != index_of_.end()) mark_final(it->second);
+    if (it != index_of_.end()) ready.push_back(it->second);
+  }
+  // ZeRO-2: bucket by bucket, so that each is complete (and leaves) before the next is filled.
+  if (flying()) {
+    std::stable_sort(ready.begin(), ready.end(),
+                     [&](size_t a, size_t b) { return bucket_of_[a] < bucket_of_[b]; });
+  }
+  for (size_t k : ready) {
+    if (flying()) {
+      touched_[k] = true;
+      Bucket& bucket = buckets_[bucket_of_[k]];
+      if (!bucket.buffer.defined()) fill(bucket);  // adopts the gradient W wrote on its own
+    }
+    mark_final(k);
   }
   for (auto& bucket : buckets_) {
     if (bucket.work) bucket.work->is_completed();  // progress (see on_gradient)
   }
+  if (flying()) advance(/*wait=*/false);
 }
 
 std::vector<torch::Tensor> DistributedDataParallel::buffers() const {
@@ -257,7 +318,22 @@ void DistributedDataParallel::mark_final(size_t index) {
 }
 
 void DistributedDataParallel::launch(Bucket& bucket) {
-  if (options_.shard) return;  // finish() reduce-scatters every bucket
+  if (flying()) {
+    take_off(bucket);
+    return;
+  }
+  if (options_.shard) {
+    // ZeRO-1: this rank's averaged slice (a group of one copies it: the shard is still filled).
+    const flight::Label label(
+        str("DDP reduce-scatter bucket ", &bucket - buckets_.data(), " of ", buckets_.size()));
+    if (bucket.wire.defined()) {
+      bucket.wire.copy_(bucket.buffer);
+      bucket.work = shards().reduce_scatter_async(bucket.wire_shard, bucket.wire, ReduceOp::kSum);
+    } else {
+      bucket.work = shards().reduce_scatter_async(bucket.grad_shard, bucket.buffer, ReduceOp::kAvg);
+    }
+    return;
+  }
   const flight::Label label(str("DDP bucket ", &bucket - buckets_.data(), " of ", buckets_.size()));
   if (dp_.size() == 1) return;
   if (!bucket.wire.defined()) {
@@ -273,7 +349,7 @@ Communicator& DistributedDataParallel::shards() const {
 }
 
 bool DistributedDataParallel::narrowed() const {
-  return !buckets_.empty() && buckets_.front().wire.defined();
+  return narrow_;
 }
 
 void DistributedDataParallel::land(Bucket& bucket) {
@@ -299,7 +375,7 @@ DdpBucketView DistributedDataParallel::bucket_view(int i) const {
   view.shard_begin = view.shard_size * shards().rank();
   for (size_t m = 0; m < bucket.members.size(); ++m) {
     const size_t k = bucket.members[m];
-    view.members.push_back({k, bucket.offsets[m], views_[k].numel()});
+    view.members.push_back({k, bucket.offsets[m], params_[k].second.numel()});
   }
   return view;
 }
@@ -309,13 +385,28 @@ void DistributedDataParallel::finish() {
   have_pending_ = false;
   std::vector<std::string> unused;
   for (size_t k = 0; k < params_.size(); ++k) {
-    if (!seen_[k]) unused.push_back(params_[k].first);
+    if (!(flying() ? touched_[k] : seen_[k])) unused.push_back(params_[k].first);
   }
   // Every rank must issue the same all-reduces, so a missing gradient is a hard error unless
   // allowed (then it is zero: its bucket slot was zeroed) — never a silent mismatch or a hang.
   if (!unused.empty() && !options_.allow_unused) {
     throw Error(str("DDP: no gradient reached ", unused.size(), " parameter(s) in this step: ",
                     join(unused, ", "), " (set ddp.allow_unused: true if that is intended)"));
+  }
+  if (flying()) {
+    // What backward left in buffers: a bucket with a parameter that got no gradient, or the
+    // second fill of a bucket whose parameters a split backward's passes reached out of turn.
+    for (auto& bucket : buckets_) {
+      if (bucket.buffer.defined()) take_off(bucket);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    advance(/*wait=*/true);
+    exposed_seconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (auto& bucket : buckets_) bucket.pending = static_cast<int>(bucket.members.size());
+    std::fill(seen_.begin(), seen_.end(), false);
+    std::fill(touched_.begin(), touched_.end(), false);
+    return;
   }
   if (tree_) {
     const auto start = std::chrono::steady_clock::now();
@@ -327,19 +418,6 @@ void DistributedDataParallel::finish() {
   }
   for (size_t k = 0; k < params_.size(); ++k) {
     if (!seen_[k]) mark_final(k);
-  }
-  if (options_.shard) {
-    for (size_t b = 0; b < buckets_.size(); ++b) {
-      const flight::Label label(str("DDP reduce-scatter bucket ", b, " of ", buckets_.size()));
-      Bucket& bucket = buckets_[b];
-      if (bucket.wire.defined()) {
-        bucket.wire.copy_(bucket.buffer);
-        bucket.work = shards().reduce_scatter_async(bucket.wire_shard, bucket.wire, ReduceOp::kSum);
-      } else {
-        bucket.work =
-            shards().reduce_scatter_async(bucket.grad_shard, bucket.buffer, ReduceOp::kAvg);
-      }
-    }
   }
   const auto start = std::chrono::steady_clock::now();
   Communicator* replicas = options_.shard ? options_.replica_group : nullptr;
@@ -370,6 +448,162 @@ void DistributedDataParallel::finish() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (auto& bucket : buckets_) bucket.pending = static_cast<int>(bucket.members.size());
   std::fill(seen_.begin(), seen_.end(), false);
+}
+
+void DistributedDataParallel::fill(Bucket& bucket) {
+  torch::NoGradGuard no_grad;
+  bucket.buffer = torch::zeros({bucket.numel}, params_[bucket.members.front()].second.options());
+  peak_bytes_ = std::max(peak_bytes_, gradient_bytes());  // memory grows only here
+  for (size_t m = 0; m < bucket.members.size(); ++m) {
+    const size_t k = bucket.members[m];
+    torch::Tensor& p = params_[k].second;
+    views_[k] = bucket.buffer.narrow(0, bucket.offsets[m], p.numel()).view(p.sizes());
+    torch::Tensor& grad = p.mutable_grad();
+    // Between fills a parameter has no .grad, unless a split backward's W pass wrote one itself.
+    if (grad.defined() && !grad.is_same(views_[k])) views_[k].copy_(grad);
+    grad = views_[k];
+  }
+}
+
+void DistributedDataParallel::take_off(Bucket& bucket) {
+  torch::NoGradGuard no_grad;
+  const size_t b = static_cast<size_t>(&bucket - buckets_.data());
+  const flight::Label label(str("DDP reduce-scatter bucket ", b, " of ", buckets_.size()));
+  // At most kMaxAirborne buckets' buffers wait for their reduce-scatter (as FSDP limits its
+  // all-gathers): without a progress thread MPI may finish them late, and their memory is what
+  // ZeRO-2 saves.
+  constexpr size_t kMaxAirborne = 2;
+  limit_airborne(kMaxAirborne - 1);
+  Flight flight;
+  flight.bucket = b;
+  flight.first = bucket.launches++ == 0;
+  for (size_t k : bucket.members) {
+    params_[k].second.mutable_grad() = torch::Tensor();  // the next fill starts from zero
+    views_[k] = torch::Tensor();
+    seen_[k] = false;
+  }
+  bucket.pending = static_cast<int>(bucket.members.size());
+  const int64_t slice = bucket.numel / shards().size();
+  if (narrow_) {
+    flight.buffer = bucket.buffer.to(options_.reduce_dtype);  // the fp32 buffer is freed here
+    flight.slice = torch::empty({slice}, flight.buffer.options());
+    flight.work = shards().reduce_scatter_async(flight.slice, flight.buffer, ReduceOp::kSum);
+  } else {
+    flight.buffer = bucket.buffer;
+    // The step's first flight lands in the gradient shard itself: with one micro-batch, the
+    // same operations as ZeRO-1's reduce-scatter in finish(), bit for bit.
+    flight.slice =
+        flight.first ? bucket.grad_shard : torch::empty({slice}, bucket.buffer.options());
+    flight.work = shards().reduce_scatter_async(flight.slice, flight.buffer, ReduceOp::kAvg);
+  }
+  flights_.push_back(std::move(flight));
+  if (narrow_) peak_bytes_ = std::max(peak_bytes_, gradient_bytes());  // fp32 and its bf16 copy
+  bucket.buffer = torch::Tensor();
+  peak_bytes_ = std::max(peak_bytes_, gradient_bytes());  // a slice to receive into
+}
+
+void DistributedDataParallel::limit_airborne(size_t most) {
+  for (;;) {
+    size_t airborne = 0;
+    Flight* oldest = nullptr;
+    for (Flight& f : flights_) {
+      if (!f.buffer.defined()) continue;
+      if (oldest == nullptr) oldest = &f;
+      ++airborne;
+    }
+    if (airborne <= most) return;
+    oldest->work->wait();  // every rank launched the same flights: the oldest completes
+    advance(/*wait=*/false);
+  }
+}
+
+void DistributedDataParallel::advance(bool wait) {
+  Communicator* replicas = options_.replica_group;
+  const bool across = replicas != nullptr && replicas->size() > 1;
+  // Hybrid: the replica all-reduces start in launch order on every rank (collectives on one
+  // group must be issued in the same order everywhere), so a flight waits for those before it.
+  for (Flight& flight : flights_) {
+    if (!flight.work || flight.across) continue;
+    if (wait) {
+      flight.work->wait();
+    } else if (!flight.work->is_completed()) {
+      break;
+    }
+    flight.work = nullptr;
+    flight.buffer = torch::Tensor();  // sent: the bucket's memory is free
+    if (across) {
+      const flight::Label label(
+          str("DDP replica all-reduce bucket ", flight.bucket, " of ", buckets_.size()));
+      flight.work =
+          replicas->all_reduce_async(flight.slice, narrow_ ? ReduceOp::kSum : ReduceOp::kAvg);
+      flight.across = true;
+    }
+  }
+  for (Flight& flight : flights_) {
+    if (!flight.work || !flight.across) continue;
+    if (wait) {
+      flight.work->wait();
+    } else if (!flight.work->is_completed()) {
+      continue;
+    }
+    flight.work = nullptr;
+  }
+  // Slices are added in launch order: a bucket's gradient shard sums its flights alike on every
+  // replica.
+  while (!flights_.empty() && !flights_.front().work) {
+    land_flight(flights_.front());
+    flights_.pop_front();
+  }
+}
+
+void DistributedDataParallel::land_flight(Flight& flight) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor& shard = buckets_[flight.bucket].grad_shard;
+  if (narrow_) {
+    // As land(): widen, then divide in fp32 (a sum over dp crossed the wire).
+    if (flight.first) {
+      shard.copy_(flight.slice);
+      shard.div_(dp_.size());
+    } else {
+      torch::Tensor widened = flight.slice.to(shard.scalar_type());
+      widened.div_(dp_.size());
+      shard.add_(widened);
+    }
+  } else if (!flight.first) {
+    shard.add_(flight.slice);
+  }
+}
+
+torch::Tensor DistributedDataParallel::gradient_shard(const torch::Tensor& param) const {
+  const auto it = index_of_.find(param.unsafeGetTensorImpl());
+  if (it == index_of_.end() || !reduces_to_slices()) return torch::Tensor();
+  const Bucket& bucket = buckets_[bucket_of_[it->second]];
+  const auto at = std::find(bucket.members.begin(), bucket.members.end(), it->second);
+  const int64_t offset = bucket.offsets[static_cast<size_t>(at - bucket.members.begin())];
+  const int64_t size = bucket.grad_shard.numel();
+  const int64_t begin = size * shards().rank();
+  const int64_t lo = std::max(begin, offset);
+  const int64_t hi = std::min(begin + size, offset + param.numel());
+  if (hi <= lo) return bucket.grad_shard.narrow(0, 0, 0);  // none of it in this rank's slice
+  return bucket.grad_shard.narrow(0, lo - begin, hi - lo);
+}
+
+int64_t DistributedDataParallel::gradient_bytes() const {
+  int64_t bytes = 0;
+  const auto add = [&](const torch::Tensor& t) {
+    if (t.defined()) bytes += t.nbytes();
+  };
+  for (const auto& bucket : buckets_) {
+    add(bucket.buffer);
+    add(bucket.wire);
+    add(bucket.wire_shard);
+    if (options_.shard && !tree_) add(bucket.grad_shard);  // the tree's shard is a view
+  }
+  for (const auto& flight : flights_) {
+    add(flight.buffer);
+    if (!flight.first || narrow_) add(flight.slice);
+  }
+  return bytes;
 }
 
 }  // namespace triax

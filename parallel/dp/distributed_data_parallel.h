@@ -16,10 +16,15 @@
 // finish() launches what is left, waits for every bucket (the communication not hidden behind
 // backward: exposed_seconds()), and reports by name any parameter that received no gradient in
 // the step, or, with allow_unused, treats its gradient as zero.
+// ZeRO-2 (DdpOptions::shard_gradients) reuses the same finality on every micro-batch: a bucket's
+// buffer lives from its first gradient of a backward to its reduce-scatter (a "flight"), so a
+// rank holds its fp32 gradient slice, the buffers being filled and the flights in the air.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,39 +36,6 @@
 #include "parallel/dp/microbatch_tree.h"
 
 namespace triax {
-
-struct DdpOptions {
-  double bucket_mb = 25.0;    ///< target bucket size in MiB
-  bool allow_unused = false;  ///< a parameter without gradient counts as zero instead of an error
-  /// ZeRO-1 (optimizer.shard): each bucket is padded to a multiple of dp, the parameters become
-  /// views into one flat buffer per bucket (so a rank's shard of them is one slice), and finish()
-  /// reduce-scatters each bucket into this rank's averaged shard instead of all-reducing it; the
-  /// sharded optimizer (train/optim/sharded_adamw.h) updates the shard and all-gathers the
-  /// parameters. All reduce-scatters start in finish(), after the caller has summed tied gradients.
-  bool shard = false;
-  /// The dtype gradients cross the dp group in (ddp.reduce_dtype). kBFloat16 halves the bytes:
-  /// each bucket is rounded into a bf16 copy, summed in bf16 (Communicator semantics: pairwise,
-  /// as NCCL), then widened back into the fp32 bucket and divided by dp there. Gradients still
-  /// accumulate across micro-batches in the parameters' dtype.
-  torch::ScalarType reduce_dtype = torch::kFloat;
-  /// Layout-invariant numerics (Note [Micro-batch tree]) when > 0: the micro-batches of a step on
-  /// this rank (a power of two when dp > 1). Nothing is reduced during backward: after each
-  /// micro-batch's backward its gradients leave the buckets for a MicrobatchTree, and finish()
-  /// reduces the tree's root over dp with tree_all_reduce and divides by the global micro-batch
-  /// count (the losses backpropagate unscaled). fp32 buckets only.
-  int tree_leaves = 0;
-  /// With tree_leaves: the schedule runs each micro-batch's backward as one B (no split), so
-  /// autograd may add micro-batch 2j + 1 onto 2j in the buckets — their node of the tree, exactly —
-  /// saving a copy per pair (a pair broken by another micro-batch's backward is taken apart).
-  bool tree_pairs = false;
-  /// Hybrid sharding (optimizer.shard_group), shard mode only: the buckets are padded to and
-  /// reduce-scattered over `shard_group` (consecutive dp ranks) instead of the whole dp group, and
-  /// each slice is then all-reduced over `replica_group` (the ranks holding the same slice in the
-  /// other groups): every rank holds the dp-averaged gradient of its 1/|shard_group| slice. The
-  /// broadcast and the layout-invariant tree stay on the whole dp group. Null: no hybrid.
-  Communicator* shard_group = nullptr;
-  Communicator* replica_group = nullptr;
-};
 
 class DistributedDataParallel : public GradientSync {
  public:
@@ -93,7 +65,10 @@ class DistributedDataParallel : public GradientSync {
   /// Bucket i's buffers and layout (shard mode).
   DdpBucketView bucket_view(int i) const;
   std::vector<DdpBucketView> bucket_views() const override;
-  bool reduces_in_finish() const override { return options_.shard && !tree_; }
+  bool reduces_to_slices() const override { return options_.shard && !tree_; }
+  torch::Tensor gradient_shard(const torch::Tensor& param) const override;
+  int64_t gradient_bytes() const override;
+  int64_t peak_gradient_bytes() const override { return std::max(peak_bytes_, gradient_bytes()); }
   size_t parameter_count() const override { return params_.size(); }
   /// Seconds finish() spent waiting for communication in the last step.
   double exposed_seconds() const override { return exposed_seconds_; }
@@ -109,10 +84,27 @@ class DistributedDataParallel : public GradientSync {
     std::vector<int64_t> offsets;  // each member's first element in the buffer
     int pending = 0;
     WorkPtr work;
+    int64_t numel = 0;  // the buffer's (padded) length
+    int launches = 0;   // ZeRO-2: flights this step
+  };
+  // ZeRO-2: one reduce-scatter of a bucket's buffer, from launch until its slice is added.
+  struct Flight {
+    size_t bucket;
+    torch::Tensor buffer;  // what is sent (the bucket's buffer, or its bf16 copy); freed on landing
+    torch::Tensor slice;   // what arrives: this rank's slice of the sum or average
+    bool first;            // the step's first flight of its bucket: slice is grad_shard itself
+    bool across = false;   // hybrid: the replica all-reduce of `slice` is in flight
+    WorkPtr work;
   };
   void on_gradient(size_t index);
   void mark_final(size_t index);
   void launch(Bucket& bucket);
+  bool flying() const { return options_.shard_gradients && options_.shard && !tree_; }
+  void fill(Bucket& bucket);         // ZeRO-2: give the bucket a zeroed buffer, adopt stray .grads
+  void take_off(Bucket& bucket);     // ZeRO-2: the bucket's buffer becomes a flight
+  void advance(bool wait);           // ZeRO-2: move flights on, in launch order; `wait` for all
+  void limit_airborne(size_t most);  // ZeRO-2: wait until at most `most` buffers are sending
+  void land_flight(Flight& flight);
   Communicator& shards() const;  // the group a bucket's slices are dealt over (shard mode)
   bool narrowed() const;      // gradients cross the group in a narrower dtype than they accumulate
   void land(Bucket& bucket);  // after a narrowed bucket's reduction: widen and average it
@@ -123,7 +115,11 @@ class DistributedDataParallel : public GradientSync {
   std::unordered_map<const c10::TensorImpl*, size_t> index_of_;  // parameter -> its index
   std::vector<torch::Tensor> views_;
   std::vector<size_t> bucket_of_;
-  std::vector<bool> seen_;
+  std::vector<bool> seen_;     // final in the current fill (ZeRO-2) or step
+  std::vector<bool> touched_;  // ZeRO-2: got a gradient this step
+  std::deque<Flight> flights_;
+  bool narrow_ = false;     // gradients cross the group in reduce_dtype
+  int64_t peak_bytes_ = 0;  // gradient_bytes() at its highest since zero_grad() (ZeRO-2: fills)
   std::vector<Bucket> buckets_;
   Communicator& dp_;
   DdpOptions options_;

@@ -50,18 +50,16 @@ void average_gradients(const std::vector<torch::Tensor>& parameters, Communicato
 
 std::unique_ptr<GradientSync> make_gradient_sync(
     std::vector<std::pair<std::string, torch::Tensor>> parameters, Communicator& dp,
-    const DdpConfig& ddp, torch::ScalarType wire, bool shard, int tree_leaves, bool tree_pairs,
-    Communicator* shard_group, Communicator* replica_group) {
-  TRIAX_CHECK(ddp.bucketed || !shard, "a sharded optimizer needs bucketed DDP");
-  TRIAX_CHECK(ddp.bucketed || wire == torch::kFloat,
+    const DdpConfig& ddp, DdpOptions options) {
+  TRIAX_CHECK(ddp.bucketed || !options.shard, "a sharded optimizer needs bucketed DDP");
+  TRIAX_CHECK(ddp.bucketed || options.reduce_dtype == torch::kFloat,
               "ddp.reduce_dtype: bf16 needs ddp.bucketed: true");
-  TRIAX_CHECK(ddp.bucketed || tree_leaves == 0,
+  TRIAX_CHECK(ddp.bucketed || options.tree_leaves == 0,
               "train.numerics: layout_invariant needs ddp.bucketed: true");
   if (!ddp.bucketed) return std::make_unique<PerParameterAverage>(std::move(parameters), dp);
-  return std::make_unique<DistributedDataParallel>(
-      std::move(parameters), dp,
-      DdpOptions{ddp.bucket_mb, ddp.allow_unused, shard, wire, tree_leaves, tree_pairs, shard_group,
-                 replica_group});
+  options.bucket_mb = ddp.bucket_mb;
+  options.allow_unused = ddp.allow_unused;
+  return std::make_unique<DistributedDataParallel>(std::move(parameters), dp, std::move(options));
 }
 
 }  // namespace triax

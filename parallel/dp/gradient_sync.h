@@ -1,6 +1,5 @@
-// defines: triax::DdpBucketView, triax::GradientSync, triax::PerParameterAverage,
-// triax::average_gradients,
-//          triax::make_gradient_sync
+// defines: triax::DdpBucketView, triax::DdpOptions, triax::GradientSync,
+//          triax::PerParameterAverage, triax::average_gradients, triax::make_gradient_sync
 //
 // Data parallelism as one interface for every model: replicas start equal (parameters
 // broadcast from dp-rank 0) and stay equal (each rank applies the gradient averaged over the dp
@@ -40,6 +39,52 @@ struct DdpBucketView {
   std::vector<Member> members;
 };
 
+/// The choices of DistributedDataParallel (distributed_data_parallel.h) beyond its parameters.
+struct DdpOptions {
+  double bucket_mb = 25.0;    ///< target bucket size in MiB
+  bool allow_unused = false;  ///< a parameter without gradient counts as zero instead of an error
+  /// ZeRO-1 (ddp.shard: optimizer): each bucket is padded to a multiple of dp, the parameters
+  /// become views into one flat buffer per bucket (so a rank's shard of them is one slice), and
+  /// each bucket is reduce-scattered into this rank's averaged shard instead of all-reduced (during
+  /// the last micro-batch's backward, as the all-reduce); the sharded optimizer
+  /// (train/optim/sharded_adamw.h) updates the shard and all-gathers the parameters.
+  bool shard = false;
+  /// The dtype gradients cross the dp group in (ddp.reduce_dtype). kBFloat16 halves the bytes:
+  /// each bucket is rounded into a bf16 copy, summed in bf16 (Communicator semantics: pairwise,
+  /// as NCCL), then widened back into the fp32 bucket and divided by dp there. Gradients still
+  /// accumulate across micro-batches in the parameters' dtype.
+  torch::ScalarType reduce_dtype = torch::kFloat;
+  /// Layout-invariant numerics (Note [Micro-batch tree]) when > 0: the micro-batches of a step on
+  /// this rank (a power of two when dp > 1). Nothing is reduced during backward: after each
+  /// micro-batch's backward its gradients leave the buckets for a MicrobatchTree, and finish()
+  /// reduces the tree's root over dp with tree_all_reduce and divides by the global micro-batch
+  /// count (the losses backpropagate unscaled). fp32 buckets only.
+  int tree_leaves = 0;
+  /// With tree_leaves: the schedule runs each micro-batch's backward as one B (no split), so
+  /// autograd may add micro-batch 2j + 1 onto 2j in the buckets — their node of the tree, exactly —
+  /// saving a copy per pair (a pair broken by another micro-batch's backward is taken apart).
+  bool tree_pairs = false;
+  /// Hybrid sharding (optimizer.shard_group), shard mode only: the buckets are padded to and
+  /// reduce-scattered over `shard_group` (consecutive dp ranks) instead of the whole dp group, and
+  /// each slice is then all-reduced over `replica_group` (the ranks holding the same slice in the
+  /// other groups): every rank holds the dp-averaged gradient of its 1/|shard_group| slice. The
+  /// broadcast and the layout-invariant tree stay on the whole dp group. Null: no hybrid.
+  Communicator* shard_group = nullptr;
+  Communicator* replica_group = nullptr;
+  /// ZeRO-2 (ddp.shard: gradients), shard mode only: no bucket holds gradients between
+  /// micro-batches. A bucket's buffer is allocated when backward first reaches one of its
+  /// parameters, reduce-scattered (and, hybrid, its slice all-reduced across the groups) as soon
+  /// as all of them are final — on every micro-batch, overlapped with backward — and freed when
+  /// the reduce-scatter lands; the slice is added into this rank's fp32 gradient shard. The
+  /// parameters' .grad is undefined between backwards. Ignored under layout-invariant numerics (the
+  /// tree needs whole gradients: ZeRO-1 there, bit for bit).
+  bool shard_gradients = false;
+  /// Parameters that get a bucket of their own (the tied embedding's copies, shard mode): two
+  /// ranks' buckets of one such tensor are padded alike, so their slices cover the same elements
+  /// and the tied sum can run on the slices.
+  std::vector<torch::Tensor> alone;
+};
+
 class GradientSync {
  public:
   virtual ~GradientSync() = default;
@@ -69,12 +114,18 @@ class GradientSync {
   virtual double exposed_seconds() const = 0;
   /// Parameters given to the constructor.
   virtual size_t parameter_count() const = 0;
-  /// True when finish() starts the reduction itself (ZeRO-1's reduce-scatter), so fix-ups that
-  /// sum gradients across ranks go before it; false when the reduction already ran during
-  /// backward, so they go after (train/finalize_grads.h).
-  virtual bool reduces_in_finish() const { return false; }
   /// Every bucket's flat buffers and layout, for a sharded optimizer (empty unless shard mode).
   virtual std::vector<DdpBucketView> bucket_views() const { return {}; }
+  /// Bytes of gradient memory this sync holds now (buckets, slices, what is in flight), and the
+  /// most it held since zero_grad(); 0 where it does not count (the per-parameter baseline).
+  virtual int64_t gradient_bytes() const { return 0; }
+  virtual int64_t peak_gradient_bytes() const { return gradient_bytes(); }
+  /// True when finish() leaves the reduced gradient as this rank's slices (ZeRO-1 and ZeRO-2):
+  /// the fix-ups after it (train/finalize_grads.h) act on gradient_shard() instead of .grad.
+  virtual bool reduces_to_slices() const { return false; }
+  /// With reduces_to_slices(): the part of this rank's gradient slice that belongs to `param`
+  /// (flat, possibly empty); undefined when `param` is not one of this sync's.
+  virtual torch::Tensor gradient_shard(const torch::Tensor& /*param*/) const { return {}; }
 };
 
 class PerParameterAverage : public GradientSync {
@@ -98,16 +149,10 @@ class PerParameterAverage : public GradientSync {
 /// one first, so every rank issues the same collectives (a mismatch would hang).
 void average_gradients(const std::vector<torch::Tensor>& parameters, Communicator& dp);
 
-/// The `ddp:` section's choice over `parameters` (named, for messages); `wire`: the dtype
-/// gradients cross `dp` in (MixedPrecision::wire_dtype); `shard`: bucketed DDP in ZeRO-1 mode
-/// (optimizer.shard: see DdpOptions::shard); `tree_leaves` > 0: layout-invariant numerics over
-/// that many micro-batches per step, `tree_pairs` when no backward is split
-/// (DdpOptions::tree_leaves, tree_pairs); `shard_group` and `replica_group`: hybrid sharding
-/// (DdpOptions::shard_group, replica_group).
+/// The `ddp:` section's choice over `parameters` (named, for messages): bucketed DDP with
+/// `options` (its bucket_mb and allow_unused taken from `ddp`), or the per-parameter baseline.
 std::unique_ptr<GradientSync> make_gradient_sync(
     std::vector<std::pair<std::string, torch::Tensor>> parameters, Communicator& dp,
-    const DdpConfig& ddp, torch::ScalarType wire, bool shard = false, int tree_leaves = 0,
-    bool tree_pairs = false, Communicator* shard_group = nullptr,
-    Communicator* replica_group = nullptr);
+    const DdpConfig& ddp, DdpOptions options);
 
 }  // namespace triax

@@ -91,7 +91,7 @@ TEST_CASE("enumeration lists every layout the run accepts, and only those", "[pl
     CHECK(c.model.heads % k.tp == 0);
     CHECK(k.pp <= c.model.layers);
     CHECK(k.micro_batch * k.microbatches * k.dp == c.train.global_batch);
-    CHECK((k.zero1 ? k.dp > 1 : true));
+    CHECK((k.sharded() ? k.dp > 1 : true));
     CHECK((k.sequence ? k.tp > 1 : true));
     CHECK((k.schedule == ScheduleKind::kInterleaved ? k.microbatches % k.pp == 0 : true));
     CHECK((k.pp == 1 ? k.schedule == ScheduleKind::k1F1B : true));
@@ -107,10 +107,11 @@ TEST_CASE("enumeration lists every layout the run accepts, and only those", "[pl
   for (const Candidate& k : all) CHECK((k.pp == 4 ? k.chunks == 1 : true));
   for (const std::string& n : names) CHECK(n.find("tp8") == std::string::npos);
   // The count by hand for (dp, tp, pp) = (8, 1, 1): micro-batches 1, 2; 3 recompute modes; ZeRO-1
-  // on and off: 12.
+  // unsharded, ZeRO-1 and ZeRO-2: 18.
   int flat = 0;
   for (const Candidate& k : all) flat += k.dp == 8;
-  CHECK(flat == 12);
+  CHECK(flat == 18);
+  CHECK(names.count("dp8 tp1 pp1 b2x1 none zero2"));
 }
 
 TEST_CASE("interleaved schedules come with 2, 4 and 8 virtual stages where layers allow",
@@ -187,6 +188,20 @@ TEST_CASE("memory: ZeRO-1 shards the moments, the schedule sets micro-batches in
   const Prediction zero = predicted(base, find(all, "dp8 tp1 pp1 b2x1 none zero1"), profile, 8);
   CHECK(zero.memory[0].optimizer == Approx(plain.memory[0].optimizer / 8));
   CHECK(zero.memory[0].gradients == Approx(plain.memory[0].gradients * (1 + 1.0 / 8)));
+  // ZeRO-2: the slice, and the buckets being filled or in flight (two of bucket_mb at most, and
+  // never more than the whole gradient); every micro-batch is reduce-scattered.
+  const Candidate zero2 = find(all, "dp8 tp1 pp1 b1x2 none zero2");
+  const Prediction second = predicted(base, zero2, profile, 8);
+  const double p = second.memory[0].parameters;
+  CHECK(second.memory[0].optimizer == Approx(plain.memory[0].optimizer / 8));
+  CHECK(second.memory[0].gradients ==
+        Approx(p / 8 + std::min(p, 2 * base.ddp.bucket_mb * 1024 * 1024)));
+  CHECK(zero2.overrides().find("--set ddp.shard=gradients --set optimizer.shard=false") !=
+        std::string::npos);
+  // Two reduce-scatters a step instead of one (a link with latency: 1 ms per collective).
+  const Profile latent = made_up(base, 1e-3);
+  const Prediction one = predicted(base, find(all, "dp8 tp1 pp1 b1x2 none zero1"), latent, 8);
+  CHECK(predicted(base, zero2, latent, 8).dp_comm > one.dp_comm);
   // Hybrid sharding in groups of 2: the moments and the gradient slice over 2, not 8. With one
   // group per node (2 nodes of 4), only the slices' all-reduce (a quarter of the gradient) crosses
   // the network: a cheaper sync than the flat ZeRO-1's over both nodes.
@@ -201,7 +216,7 @@ TEST_CASE("memory: ZeRO-1 shards the moments, the schedule sets micro-batches in
   grouped_base.optimizer.shard_group = 4;
   for (const Candidate& k : enumerate_candidates(grouped_base, 8, 1)) {
     INFO(k.describe());
-    CHECK(k.shard_group == (k.zero1 && k.dp % 4 == 0 ? 4 : 0));
+    CHECK(k.shard_group == (k.sharded() && k.dp % 4 == 0 ? 4 : 0));
     CHECK(k.overrides().find(str("--set optimizer.shard_group=", k.shard_group)) !=
           std::string::npos);
   }

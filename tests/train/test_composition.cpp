@@ -44,6 +44,22 @@ Config tiny_llama_sp_config(int tp, int pp, const std::string& schedule, int chu
   return c;
 }
 
+// ZeRO-2 (ddp.shard: gradients) everywhere: every micro-batch's buckets reduce-scattered as
+// backward completes them, the tied embedding's copies summed on their slices.
+Config tiny_gpt_zero2_config(int tp, int pp, const std::string& schedule, int chunks) {
+  Config c = testing::tiny_gpt_config(tp, pp, schedule, chunks);
+  c.ddp.shard = ShardLevel::kGradients;
+  return c;
+}
+
+// ... and with sequence parallelism: the LayerNorms' sums over tp act on slices too.
+Config tiny_llama_sp_zero2_config(int tp, int pp, const std::string& schedule, int chunks) {
+  Config c = tiny_llama_sp_config(tp, pp, schedule, chunks);
+  c.optimizer.shard = false;
+  c.ddp.shard = ShardLevel::kGradients;
+  return c;
+}
+
 Batch batch(int step, const Config& c) {
   return testing::tiny_gpt_batch(step, c);
 }
@@ -153,6 +169,7 @@ void check_every_layout(ConfigOf tiny_config, const char* family, Tolerance tol 
 
 TEST_CASE("every (dp, tp, pp) layout and schedule trains like one process", "[mpi][compose]") {
   check_every_layout(testing::tiny_gpt_config, "gpt");
+  check_every_layout(tiny_gpt_zero2_config, "gpt+zero2");
 }
 
 template <ConfigOf Family>
@@ -187,9 +204,9 @@ TEST_CASE("in bf16 every layout and schedule trains like one process in bf16",
   const Tolerance bf16{2e-3, 8e-2};
   check_every_layout(in_bf16<testing::tiny_gpt_config>, "gpt bf16", bf16, 5e-2);
   check_every_layout(in_bf16<tiny_llama_sp_config>, "llama+sp+recompute+zero1 bf16", bf16, 5e-2);
-  // Gradients averaged in bf16 across dp (ddp.reduce_dtype): all-reduce at tp 1, ZeRO-1's
-  // reduce-scatter at tp 2. At dp 2 a bf16 sum rounds once more than the fp32 one, well inside
-  // the bf16 tolerances.
-  check_every_layout(bf16_reduced<tiny_llama_sp_config>, "llama bf16, dp reduce in bf16", bf16,
-                     5e-2);
+  // Gradients averaged in bf16 across dp (ddp.reduce_dtype): all-reduce at tp 1, ZeRO-2's
+  // reduce-scatters at tp 2 (every micro-batch's, each rounded to bf16 on the wire). At dp 2 a
+  // bf16 sum rounds once more than the fp32 one, well inside the bf16 tolerances.
+  check_every_layout(bf16_reduced<tiny_llama_sp_zero2_config>,
+                     "llama+sp+zero2 bf16, dp reduce in bf16", bf16, 5e-2);
 }

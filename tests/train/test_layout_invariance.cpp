@@ -46,12 +46,13 @@ struct Variant {
   std::string schedule;
   int chunks = 1;
   Recompute recompute = Recompute::kNone;
-  bool zero1 = false;
-  int shard_group = 0;  // with zero1: hybrid sharding over groups of this many dp ranks
+  ShardLevel shard = ShardLevel::kNone;  // ddp.shard (ZeRO-2 here reduces as ZeRO-1: the tree)
+  int shard_group = 0;  // when sharded: hybrid sharding over groups of this many dp ranks
   std::string name() const {
     std::string text = schedule;
     if (recompute != Recompute::kNone) text += str("+recompute ", recompute);
-    if (zero1) text += "+zero1";
+    if (shard == ShardLevel::kOptimizer) text += "+zero1";
+    if (shard == ShardLevel::kGradients) text += "+zero2";
     if (shard_group > 0) text += str("/", shard_group);
     return text;
   }
@@ -80,7 +81,7 @@ Config invariant(ConfigOf family, Precision precision, int ranks, int tp, int pp
   c.train.micro_batch = 2;
   c.train.clip_grad = 0.3;  // below both families' first norms: clipping is active
   c.train.recompute = v.recompute;
-  c.optimizer.shard = v.zero1;
+  c.ddp.shard = v.shard;
   c.optimizer.shard_group = v.shard_group;
   return c;
 }
@@ -176,9 +177,9 @@ std::array<double, 3> tp_difference(const Run& got, const Run& want,
 // of 2).
 std::vector<Variant> variants(int dp, int pp, int tp, bool light) {
   if (tp > 1) {
-    if (pp == 1) return {{"1f1b"}, {"1f1b", 1, Recompute::kFull, /*zero1=*/true}};
+    if (pp == 1) return {{"1f1b"}, {"1f1b", 1, Recompute::kFull, ShardLevel::kOptimizer}};
     if (light) return {{"1f1b"}, {"zbv", 2}};
-    return {{"1f1b"}, {"zbv", 2}, {"zbh1", 1, Recompute::kFull, /*zero1=*/true}};
+    return {{"1f1b"}, {"zbv", 2}, {"zbh1", 1, Recompute::kFull, ShardLevel::kGradients}};
   }
   std::vector<Variant> out;
   if (pp == 1) {
@@ -189,11 +190,13 @@ std::vector<Variant> variants(int dp, int pp, int tp, bool light) {
   if (!light) {
     out.push_back({"1f1b", 1, Recompute::kFull});
     out.push_back({"1f1b", 1, Recompute::kSelective});
-    out.push_back({"1f1b", 1, Recompute::kNone, /*zero1=*/true});
+    out.push_back({"1f1b", 1, Recompute::kNone, ShardLevel::kGradients});
   }
-  out.push_back({pp == 1 ? "1f1b" : "zbh1", 1, Recompute::kFull, /*zero1=*/true});
+  out.push_back({pp == 1 ? "1f1b" : "zbh1", 1, Recompute::kFull, ShardLevel::kOptimizer});
   // Hybrid sharding where dp holds at least two groups of 2.
-  if (dp >= 4 && dp % 2 == 0) out.push_back({"1f1b", 1, Recompute::kNone, true, /*group=*/2});
+  if (dp >= 4 && dp % 2 == 0) {
+    out.push_back({"1f1b", 1, Recompute::kNone, ShardLevel::kOptimizer, /*group=*/2});
+  }
   return out;
 }
 
@@ -302,7 +305,8 @@ TEST_CASE("layout-invariant numerics: resuming at another dp continues bitwise",
   ParallelContext single_context(single, ParallelLayout::create(1, 1, 1));
   for (const bool zero1 : {false, true}) {
     INFO("resume from dp=" << n << (zero1 ? " with ZeRO-1" : ""));
-    const Variant v{"1f1b", 1, Recompute::kNone, zero1};
+    const Variant v{"1f1b", 1, Recompute::kNone,
+                    zero1 ? ShardLevel::kOptimizer : ShardLevel::kNone};
     const Config config = invariant(testing::tiny_gpt_config, Precision::kFp32, n, 1, 1, v);
     std::vector<double> straight, resumed;
     Trainer reference(testing::plan_for(config, single_context), single_context);

@@ -80,7 +80,19 @@ TEST_CASE("plan_run refuses each invalid layout, naming the key", "[plan]") {
   group.optimizer.shard_group = 2;
   CHECK_THROWS_WITH(plan_run(group, 4, DataCheck::kSkip),
                     Contains("optimizer.shard_group: 2 shards AdamW's state within groups of dp "
-                             "ranks, but optimizer.shard is false"));
+                             "ranks, but ddp.shard is none"));
+  Config parameters = gpt(1, 1);
+  parameters.ddp.shard = ShardLevel::kParameters;
+  CHECK_THROWS_WITH(plan_run(parameters, 1, DataCheck::kSkip),
+                    Contains("ddp.shard: parameters (ZeRO-3 / FSDP: parameters sharded and "
+                             "gathered per block) is not built yet; valid: none, optimizer, "
+                             "gradients"));
+  Config sgd = gpt(1, 1);
+  sgd.ddp.shard = ShardLevel::kGradients;
+  sgd.train.optimizer = OptimizerKind::kSgd;
+  CHECK_THROWS_WITH(plan_run(sgd, 1, DataCheck::kSkip),
+                    Contains("ddp.shard: gradients shards AdamW's state, but train.optimizer is "
+                             "'sgd' (set train.optimizer: adamw, or ddp.shard: none)"));
   group.optimizer.shard = true;
   group.optimizer.shard_group = 3;
   group.train.global_batch = 16;

@@ -1,11 +1,15 @@
-// ZeRO-1 (optimizer.shard) under mpiexec -n 1, 2, 4, 8: in every (dp, tp, pp) layout and schedule
-// that fits, training matches the unsharded optimizer in the same layout within the composition
-// test's tolerances (reduce-scatter and the sharded norm sum in another order); each rank holds
-// 1/dp of AdamW's state; and a run resumes at another dp, in both directions, continuing the loss
-// of an uninterrupted run. Hybrid sharding (optimizer.shard_group 2 at dp 4 and 8): the same
-// against the unsharded optimizer, 1/2 of the state per rank, and resuming on one process.
+// ZeRO-1 (ddp.shard: optimizer) under mpiexec -n 1, 2, 4, 8: in every (dp, tp, pp) layout and
+// schedule that fits, training matches the unsharded optimizer in the same layout within the
+// composition test's tolerances (reduce-scatter and the sharded norm sum in another order); each
+// rank holds 1/dp of AdamW's state; and a run resumes at another dp, in both directions,
+// continuing the loss of an uninterrupted run. ZeRO-2 (ddp.shard: gradients): the same against
+// ZeRO-1 in every layout and schedule (with sequence parallelism at tp 2), bit for bit with one
+// micro-batch a step, holding 1/dp of the gradient between steps and a bounded few buckets during
+// backward. Hybrid sharding (optimizer.shard_group 2 at dp 4 and 8), both levels: the same against
+// the unsharded optimizer, 1/2 of the state per rank, and resuming on one process.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <map>
 
 #include "parallel/comm/mpi_communicator.h"
@@ -53,6 +57,23 @@ double max_param_diff(Trainer& got, Trainer& want) {
   return worst;
 }
 
+std::vector<torch::Tensor> parameters_of(Trainer& trainer) {
+  std::vector<torch::Tensor> out;
+  for (auto& chunk : trainer.chunks()) {
+    for (const auto& p : chunk->module().parameters()) out.push_back(p.detach().clone());
+  }
+  return out;
+}
+
+bool same_parameters(Trainer& a, Trainer& b) {
+  const auto x = parameters_of(a), y = parameters_of(b);
+  if (x.size() != y.size()) return false;
+  for (size_t k = 0; k < x.size(); ++k) {
+    if (!torch::equal(x[k], y[k])) return false;
+  }
+  return true;
+}
+
 std::map<std::string, torch::Tensor> as_map(CheckpointContents contents) {
   std::map<std::string, torch::Tensor> out;
   for (auto& [name, tensor] : contents.tensors) out[name] = tensor.clone();
@@ -93,6 +114,81 @@ TEST_CASE("ZeRO-1 trains like the unsharded optimizer in every layout", "[mpi][z
   }
 }
 
+TEST_CASE("ZeRO-2 trains like ZeRO-1 in every layout and schedule, keeping a gradient slice",
+          "[mpi][zero]") {
+  std::shared_ptr<Communicator> world = testing::test_world();
+  const int n = world->size();
+  for (int tp : {1, 2}) {
+    for (int pp : {1, 2}) {
+      if (n % (tp * pp) != 0) continue;
+      const int dp = n / (tp * pp);
+      std::vector<std::pair<std::string, int>> schedules{{"1f1b", 1}};
+      if (pp > 1) schedules = {{"gpipe", 1}, {"interleaved", 2}, {"zbh1", 1}, {"zbv", 2}};
+      for (const auto& [name, chunks] : schedules) {
+        INFO("dp=" << dp << " tp=" << tp << " pp=" << pp << " schedule=" << name);
+        Config config = testing::tiny_gpt_config(tp, pp, name, chunks);
+        config.train.weight_decay = 0.1;
+        config.train.global_batch = 16;  // 8 / dp micro-batches of 2 per rank
+        // At tp 2 the sequence-parallel sums over tp act on the slices (they must line up).
+        config.parallel.sequence = tp > 1;
+        ParallelContext context(world, ParallelLayout::from_config(config.parallel, n));
+        config.ddp.shard = ShardLevel::kOptimizer;
+        Trainer first(testing::plan_for(config, context), context);
+        const Run expected = train(first, config, 0, 6);
+        config.ddp.shard = ShardLevel::kGradients;
+        Trainer second(testing::plan_for(config, context), context);
+        const Run got = train(second, config, 0, 6);
+        CHECK(max_rel_diff(got.losses, expected.losses) < kLossTol);
+        CHECK(max_rel_diff(got.norms, expected.norms) < kLossTol);
+        CHECK(max_param_diff(second, first) < kParamTol);
+        // Between steps only the slices are left: ZeRO-1 holds the whole buffer beside them.
+        CHECK(second.gradient_bytes() * (dp + 1) == first.gradient_bytes());
+        // During backward: the slices, and per chunk the buckets being filled and at most 2 in
+        // flight (3 while the newest waits for the oldest): 4 buckets, each at most
+        // ddp.bucket_mb or one larger parameter, is the bound docs/memory.md states.
+        double largest = 0;
+        for (const auto& p : parameters_of(second)) {
+          largest = std::max(largest, static_cast<double>(p.nbytes()));
+        }
+        const double bucket = std::max(largest, config.ddp.bucket_mb * 1024 * 1024);
+        const double bound = static_cast<double>(second.gradient_bytes()) + chunks * 4 * bucket;
+        INFO("peak " << second.peak_gradient_bytes() << " slices " << second.gradient_bytes()
+                     << " bound " << bound);
+        CHECK(static_cast<double>(second.peak_gradient_bytes()) <= bound);
+        std::printf(
+            "[zero2] dp=%d tp=%d pp=%d %-11s gradient bytes: ZeRO-1 %lld, ZeRO-2 %lld "
+            "(peak in a step %lld)\n",
+            dp, tp, pp, name.c_str(), static_cast<long long>(first.gradient_bytes()),
+            static_cast<long long>(second.gradient_bytes()),
+            static_cast<long long>(second.peak_gradient_bytes()));
+      }
+    }
+  }
+}
+
+TEST_CASE("ZeRO-2 with one micro-batch a step is ZeRO-1 bit for bit", "[mpi][zero]") {
+  std::shared_ptr<Communicator> world = testing::test_world();
+  const int n = world->size();
+  for (int tp : {1, 2}) {
+    if (n % tp != 0) continue;
+    const int dp = n / tp;
+    INFO("dp=" << dp << " tp=" << tp);
+    Config config = testing::tiny_gpt_config(tp, 1, "1f1b", 1);
+    config.train.global_batch = 2 * dp;  // one micro-batch of 2 per rank
+    config.parallel.sequence = tp > 1;
+    ParallelContext context(world, ParallelLayout::from_config(config.parallel, n));
+    config.ddp.shard = ShardLevel::kOptimizer;
+    Trainer first(testing::plan_for(config, context), context);
+    const Run expected = train(first, config, 0, 5);
+    config.ddp.shard = ShardLevel::kGradients;
+    Trainer second(testing::plan_for(config, context), context);
+    const Run got = train(second, config, 0, 5);
+    CHECK(got.losses == expected.losses);
+    CHECK(got.norms == expected.norms);
+    CHECK(same_parameters(second, first));
+  }
+}
+
 TEST_CASE("hybrid sharding (optimizer.shard_group) trains like the unsharded optimizer",
           "[mpi][zero]") {
   std::shared_ptr<Communicator> world = testing::test_world();
@@ -100,8 +196,12 @@ TEST_CASE("hybrid sharding (optimizer.shard_group) trains like the unsharded opt
   for (int pp : {1, 2}) {
     const int dp = n / pp;
     if (n % pp != 0 || dp < 4) continue;  // groups of 2, at least 2 of them
-    for (bool wire_bf16 : {false, true}) {
-      INFO("dp=" << dp << " pp=" << pp
+    for (const auto& [level, wire_bf16] :
+         std::vector<std::pair<ShardLevel, bool>>{{ShardLevel::kOptimizer, false},
+                                                  {ShardLevel::kOptimizer, true},
+                                                  {ShardLevel::kGradients, false},
+                                                  {ShardLevel::kGradients, true}}) {
+      INFO("dp=" << dp << " pp=" << pp << " ddp.shard=" << level
                  << " shard_group=2 reduce_dtype=" << (wire_bf16 ? "bf16" : "fp32"));
       Config config = testing::tiny_gpt_config(1, pp, "1f1b", 1);
       config.train.weight_decay = 0.1;
@@ -110,7 +210,7 @@ TEST_CASE("hybrid sharding (optimizer.shard_group) trains like the unsharded opt
       ParallelContext context(world, ParallelLayout::from_config(config.parallel, n));
       Trainer plain(testing::plan_for(config, context), context);
       const Run expected = train(plain, config, 0, 8);
-      config.optimizer.shard = true;
+      config.ddp.shard = level;
       config.optimizer.shard_group = 2;
       Trainer hybrid(testing::plan_for(config, context), context);
       const Run got = train(hybrid, config, 0, 8);
@@ -142,11 +242,13 @@ TEST_CASE("a ZeRO-1 run resumes at another dp", "[mpi][zero]") {
   const Run expected = train(reference, config, 0, 6);
 
   config.optimizer.shard = true;
-  // 3 steps in `from` (its state sharded within groups of `from_group` dp ranks; 0: all), the
-  // checkpoint contents loaded into a fresh trainer in `to`, 3 more.
-  const auto resume_across = [&](ParallelContext& from, ParallelContext& to, int from_group = 0) {
+  // 3 steps in `from` (its state sharded within groups of `from_group` dp ranks; 0: all; at
+  // `from_level`), the checkpoint contents loaded into a fresh ZeRO-1 trainer in `to`, 3 more.
+  const auto resume_across = [&](ParallelContext& from, ParallelContext& to, int from_group = 0,
+                                 ShardLevel from_level = ShardLevel::kOptimizer) {
     Config sharded = config;
     sharded.optimizer.shard_group = from_group;
+    sharded.ddp.shard = from_level;
     Trainer first(testing::plan_for(sharded, from), from);
     const Run before = train(first, sharded, 0, 3);
     const auto saved = as_map(first.checkpoint_contents());  // collective over dp
@@ -162,6 +264,9 @@ TEST_CASE("a ZeRO-1 run resumes at another dp", "[mpi][zero]") {
   }
   SECTION("dp = 1 -> dp = n") {
     resume_across(single, wide);
+  }
+  SECTION("ZeRO-2 at dp = n -> ZeRO-1 at dp = 1") {
+    resume_across(wide, single, 0, ShardLevel::kGradients);
   }
   if (n >= 4 && n % 2 == 0) {
     SECTION("dp = n in groups of 2 (hybrid sharding) -> dp = 1") {

@@ -2,7 +2,7 @@
 # Benchmark (not a test): per-rank training memory, measured (bytes of live tensors, a counting
 # allocator) next to the analytic model, for the main job's GPT scaled up (hidden 512, 8 layers,
 # 8 heads, sequence 256, micro-batch 4, fp32, AdamW): the baseline and activation recompute
-# (selective, full), ZeRO-1 (optimizer.shard) and sequence parallelism (parallel.sequence), in
+# (selective, full), ZeRO-1 and ZeRO-2 (ddp.shard) and sequence parallelism (parallel.sequence), in
 # layouts from 1 to 8 ranks; then the same shape as a Llama (8 of 8 heads as 4 kv heads, SwiGLU
 # 1408, untied head). Formulas: models/transformer_memory.h and
 # docs/memory.md. Each row is the first rank and, with a pipeline, the last (stages differ).
@@ -13,10 +13,10 @@ max=${1:-8}
 [ -x build/triax_bench_memory ] || { echo "build first: tools/setup.sh build" >&2; exit 2; }
 echo "$(nproc) cores, $(date -u +%F); MiB per rank; goal: measured within 10% of theory"
 model=()  # extra --set of the model family (empty: the GPT)
-row() {  # RANKS TP PP RECOMPUTE [SHARD [SEQUENCE]]
+row() {  # RANKS TP PP RECOMPUTE [SHARD (none|optimizer|gradients) [SEQUENCE]]
   [ "$1" -le "$max" ] || return 0
   mpirun -np "$1" build/triax_bench_memory --set parallel.tensor="$2" --set parallel.pipeline="$3" \
-    --set train.recompute="$4" --set optimizer.shard="${5:-false}" \
+    --set train.recompute="$4" --set ddp.shard="${5:-none}" \
     --set parallel.sequence="${6:-false}" "${model[@]}" | grep '^memory' | sed -n '1p;$p' |
     uniq | sed "s/^memory /${label:-gpt} /"
 }
@@ -27,18 +27,24 @@ row 2 1 2 none
 row 4 4 1 none
 for recompute in none selective full; do row 4 2 2 "$recompute"; done
 row 8 2 2 none
-# ZeRO-1 (optimizer.shard): AdamW's moments over dp
-row 2 1 1 none true
+# ZeRO-1 (ddp.shard: optimizer): AdamW's moments over dp; ZeRO-2 (gradients): the gradient too
+row 2 1 1 none optimizer
+row 2 1 1 none gradients
 row 4 1 1 none
-row 4 1 1 none true
-row 8 2 1 none true
-row 8 2 2 full true
+row 4 1 1 none optimizer
+row 4 1 1 none gradients
+row 8 1 1 none gradients
+row 8 2 1 none optimizer
+row 8 2 1 none gradients
+row 8 2 2 full optimizer
+row 8 2 2 full gradients
 # sequence parallelism (parallel.sequence): the replicated activations split over tp as well
-row 2 2 1 none false true
-row 4 4 1 none false true
-row 4 2 2 none false true
-row 4 2 2 full false true
-row 8 2 2 full true true
+row 2 2 1 none none true
+row 4 4 1 none none true
+row 4 2 2 none none true
+row 4 2 2 full none true
+row 8 2 2 full optimizer true
+row 8 2 2 full gradients true
 # the Llama family (the same formula's terms): grouped-query attention, SwiGLU, RMSNorm, untied head
 label=llama
 model=(--set model.arch=llama --set model.kv_heads=4 --set model.multiple_of=64
@@ -46,7 +52,8 @@ model=(--set model.arch=llama --set model.kv_heads=4 --set model.multiple_of=64
 for recompute in none selective full; do row 1 1 1 "$recompute"; done
 row 2 2 1 none
 row 2 1 2 none
-row 2 2 1 none false true
-row 2 2 1 selective false true
-row 4 2 2 full false true
-row 4 2 2 none true true
+row 2 2 1 none none true
+row 2 2 1 selective none true
+row 4 2 2 full none true
+row 4 2 2 none optimizer true
+row 4 2 2 none gradients true

@@ -5,9 +5,11 @@
 // recompute from --set (parallel.tensor, parallel.pipeline, train.recompute, ...), dp = the rest.
 // Measured: bytes of live tensors (core/tensor_memory.h: a counting allocator in front of
 // LibTorch's), not the resident set. Parameters = their tensors; gradients = what building the
-// trainer added beyond them (DDP's buckets, and with optimizer.shard its slices); optimizer state
-// = what the first step left behind (with optimizer.shard: the trainer's count of its moments);
-// activations = the peak of live tensors during the next step above its start.
+// trainer added beyond them (DDP's buckets, and with ddp.shard its slices; ZeRO-2: the slices
+// only); optimizer state = what the first step left behind (sharded: the trainer's count of its
+// moments); gradients in a step = DDP's own count of its buffers at their peak (ZeRO-2: the
+// slices, the buckets being filled and those in flight); activations = the peak of live tensors
+// during the next step above its start (ZeRO-2's transient buckets included).
 // Theory: the model spec's memory formula (models/transformer_memory.h).
 #include <cstdio>
 #include <cstring>
@@ -80,24 +82,34 @@ void run_bench(const Config& config, const std::shared_ptr<Communicator>& world)
   TensorMemory::reset_peak();
   trainer.step(batch(2));
   const double activations = static_cast<double>(TensorMemory::peak() - after_first);
+  const double grads_in_step = static_cast<double>(trainer.peak_gradient_bytes());
 
   const StageMemory th =
       model_spec(config.model.arch).memory(config, context.tp_size(), layers_here, first, last);
   // Without sharding: what building the trainer added beyond the parameters (DDP's buckets) and
   // what the first step left behind (AdamW's moments). With it the moments exist from the start,
   // so the trainer's own count of them is taken and set apart.
-  const bool shard = config.optimizer.shard;
+  const ShardLevel level = shard_level(config);
+  const bool shard = level != ShardLevel::kNone;
   const double optimizer = shard ? static_cast<double>(trainer.optimizer_state_bytes())
                                  : static_cast<double>(after_first - ready);
   const double grads = static_cast<double>(built - at_start) - params - (shard ? optimizer : 0);
   // ZeRO-1: the moments of this rank's slices (8/dp bytes per parameter), and DDP also holds the
-  // averaged gradient slice next to its buckets (4/dp).
-  const double grads_theory = th.parameter_bytes * (shard ? 1.0 + 1.0 / dp : 1.0);
+  // averaged gradient slice next to its buckets (4/dp). ZeRO-2: the slice alone between steps;
+  // in a step also up to 4 buckets (2 filling, 2 in flight: DdpOptions::shard_gradients).
+  const double grads_theory = level == ShardLevel::kGradients
+                                  ? th.parameter_bytes / dp
+                                  : th.parameter_bytes * (shard ? 1.0 + 1.0 / dp : 1.0);
+  const double bucket = config.ddp.bucket_mb * 1024 * 1024;
+  const double in_step_theory = level == ShardLevel::kGradients
+                                    ? grads_theory + std::min(th.parameter_bytes, 4 * bucket)
+                                    : grads_theory;
   const double optimizer_theory = 2 * th.parameter_bytes / (shard ? dp : 1);
   // Rows: this rank's measured figures and the theory, gathered to rank 0 in rank order.
-  torch::Tensor mine = torch::tensor({params, th.parameter_bytes, grads, grads_theory, optimizer,
-                                      optimizer_theory, activations, th.activation_bytes},
-                                     torch::kDouble);
+  torch::Tensor mine =
+      torch::tensor({params, th.parameter_bytes, grads, grads_theory, optimizer, optimizer_theory,
+                     activations, th.activation_bytes, grads_in_step, in_step_theory},
+                    torch::kDouble);
   const torch::Tensor all = world->all_gather(mine.unsqueeze(0));
   if (world->rank() == 0) {
     const double mib = 1024.0 * 1024.0;
@@ -106,13 +118,17 @@ void run_bench(const Config& config, const std::shared_ptr<Communicator>& world)
       const auto f = [&](int k) { return row[k].item<double>(); };
       std::printf(
           "%-6s dp%d tp%d pp%d %-9s %-8s rank %d | params %6.1f MiB (theory %6.1f) | grads "
-          "%6.1f (%6.1f) | AdamW %6.1f (%6.1f) | activations %6.1f (%6.1f, measured/theory "
-          "%.2f)\n",
+          "%6.1f (%6.1f), in a step %6.1f (<= %6.1f) | AdamW %6.1f (%6.1f) | activations %6.1f "
+          "(%6.1f, measured/theory %.2f)\n",
           "memory", dp, context.tp_size(), context.pp_size(),
           choice_name(config.train.recompute).c_str(),
-          (std::string(shard ? "zero1" : "") + (config.parallel.sequence ? "+sp" : "")).c_str(), r,
-          f(0) / mib, f(1) / mib, f(2) / mib, f(3) / mib, f(4) / mib, f(5) / mib, f(6) / mib,
-          f(7) / mib, f(6) / f(7));
+          (std::string(level == ShardLevel::kOptimizer   ? "zero1"
+                       : level == ShardLevel::kGradients ? "zero2"
+                                                         : "") +
+           (config.parallel.sequence ? "+sp" : ""))
+              .c_str(),
+          r, f(0) / mib, f(1) / mib, f(2) / mib, f(3) / mib, f(8) / mib, f(9) / mib, f(4) / mib,
+          f(5) / mib, f(6) / mib, f(7) / mib, f(6) / f(7));
     }
   }
 }

@@ -8,7 +8,7 @@ namespace triax {
 std::unique_ptr<Optimizer> make_optimizer(const Config& config, std::vector<OptimizedParam> params,
                                           const std::vector<GradientSync*>& syncs, Communicator& dp,
                                           Communicator& model_parallel) {
-  if (config.optimizer.shard) {
+  if (shard_level(config) != ShardLevel::kNone) {
     return std::make_unique<ShardedAdamW>(config.train, std::move(params), syncs, dp,
                                           model_parallel);
   }

@@ -33,6 +33,17 @@ std::vector<std::pair<std::string, torch::Tensor>> used_parameters(Net& net) {
   return named;
 }
 
+DdpOptions options_of(double bucket_mb, bool allow_unused, bool shard = false,
+                      torch::ScalarType wire = torch::kFloat, bool shard_gradients = false) {
+  DdpOptions options;
+  options.bucket_mb = bucket_mb;
+  options.allow_unused = allow_unused;
+  options.shard = shard;
+  options.reduce_dtype = wire;
+  options.shard_gradients = shard_gradients;
+  return options;
+}
+
 torch::Tensor data(int rank, int microbatch) {
   torch::manual_seed(100 * rank + microbatch);
   return torch::randn({5, 8});
@@ -47,7 +58,7 @@ TEST_CASE("DDP syncs only on the last micro-batch, overlapping backward", "[mpi]
   Net net;
   torch::manual_seed(1);
   Net plain;  // the same model, averaged the simple way
-  DistributedDataParallel ddp(used_parameters(net), dp, DdpOptions{0.001, false});  // ~1 KB buckets
+  DistributedDataParallel ddp(used_parameters(net), dp, options_of(0.001, false));  // ~1 KB buckets
   REQUIRE(ddp.num_buckets() >= 3);
   ddp.broadcast_parameters();
   dp.reset();
@@ -90,10 +101,65 @@ TEST_CASE("a parameter without gradient is named, or zero when allowed", "[mpi][
                       Catch::Contains("no gradient reached 1 parameter(s) in this step: unused") &&
                           Catch::Contains("ddp.allow_unused"));
   }
-  DistributedDataParallel ddp(all, *world, DdpOptions{25.0, true});
+  DistributedDataParallel ddp(all, *world, options_of(25.0, true));
   net.forward(data(0, 0)).sum().backward();
   ddp.finish();
   CHECK(net.unused.grad().abs().sum().item<double>() == 0.0);
+}
+
+// ZeRO-2 (DdpOptions::shard_gradients): every micro-batch's buckets are reduce-scattered during
+// its backward and freed; the slices add up to ZeRO-1's (one reduce-scatter of the sum) within
+// fp32 rounding; no parameter keeps a .grad; only the slices and a few buckets are ever held; a
+// parameter without gradient (allowed) has a zero slice.
+TEST_CASE("ZeRO-2 reduce-scatters every micro-batch during backward into ZeRO-1's slices",
+          "[mpi][ddp]") {
+  auto world = MpiCommunicator::world();
+  constexpr int kMicrobatches = 3;
+  std::vector<torch::Tensor> slices[2];
+  int64_t bytes[2] = {0, 0}, peak[2] = {0, 0};
+  for (int level : {1, 2}) {
+    CountingCommunicator dp(*world);
+    torch::manual_seed(1);
+    Net net;
+    std::vector<std::pair<std::string, torch::Tensor>> all;
+    for (const auto& item : net.named_parameters()) all.emplace_back(item.key(), item.value());
+    DistributedDataParallel ddp(all, dp, options_of(0.001, true, true, torch::kFloat, level == 2));
+    REQUIRE(ddp.num_buckets() >= 3);
+    ddp.zero_grad();
+    dp.reset();
+    for (int mb = 0; mb < kMicrobatches; ++mb) {
+      ddp.set_sync(mb == kMicrobatches - 1);
+      net.forward(data(dp.rank(), mb)).pow(2).sum().backward();
+      if (level == 2) {
+        // This micro-batch's buckets have left during its backward (all but the one holding
+        // the first layer's last gradient, and the unused parameter's, left for finish()).
+        CHECK(dp.counts().reduce_scatter_calls >= (mb + 1) * (ddp.num_buckets() - 2));
+      }
+    }
+    CHECK(ddp.reduces_to_slices());
+    ddp.finish();
+    const int64_t calls = dp.counts().reduce_scatter_calls;
+    // ZeRO-1: each bucket once. ZeRO-2: every other bucket once per micro-batch; the one with
+    // the unused parameter (registered last: the first bucket) never completes, so it holds all
+    // micro-batches' gradients of its other members until finish() sends it once.
+    CHECK(calls == (level == 1 ? ddp.num_buckets() : kMicrobatches * (ddp.num_buckets() - 1) + 1));
+    for (const auto& view : ddp.bucket_views())
+      slices[level - 1].push_back(view.grad_shard.clone());
+    if (level == 2) {
+      for (const auto& item : net.named_parameters()) CHECK(!item.value().grad().defined());
+      CHECK(ddp.gradient_shard(net.unused).abs().sum().item<double>() == 0.0);
+      CHECK(!ddp.gradient_shard(torch::zeros({3})).defined());  // not one of its parameters
+    }
+    bytes[level - 1] = ddp.gradient_bytes();
+    peak[level - 1] = ddp.peak_gradient_bytes();
+  }
+  REQUIRE(slices[0].size() == slices[1].size());
+  for (size_t b = 0; b < slices[0].size(); ++b) TRIAX_CHECK_CLOSE(slices[1][b], slices[0][b]);
+  // ZeRO-1 holds the buckets and the slices; ZeRO-2 the slices (1/n of the buckets) and, during
+  // backward, at most a few ~1 KB buckets besides.
+  const int n = world->size();
+  CHECK(bytes[1] * (n + 1) == bytes[0]);
+  CHECK(peak[1] < bytes[1] + 6 * 1024 + 4 * 32 * 32 * 4);
 }
 
 // ddp.reduce_dtype: bf16. Gradients cross the group as bf16 (half the bytes of fp32) and come
@@ -124,7 +190,8 @@ TEST_CASE("DDP reduces in bf16 when asked: half the bytes, the average within bf
       CountingCommunicator dp(*world);
       torch::manual_seed(1);
       Net net;
-      DdpOptions options{0.001, false, shard, narrow ? torch::kBFloat16 : torch::kFloat};
+      const DdpOptions options =
+          options_of(0.001, false, shard, narrow ? torch::kBFloat16 : torch::kFloat);
       DistributedDataParallel ddp(used_parameters(net), dp, options);
       dp.reset();
       ddp.set_sync(true);

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): the step time of the shard levels side by side, on the main job's GPT
+# (configs/gpt-fortunes.yaml) at dp N (tp 1, pp 1; default 4), the trainer's own step
+# (build/triax_bench_step --brief, 20 timed steps after warm-up), ROUNDS interleaved rounds
+# (none, optimizer, gradients in each), medians; with the goal beside each figure: ZeRO-2
+# (ddp.shard: gradients) <= 1.03x ZeRO-1's step time (issue 41).
+#   tools/bench/zero.sh [N] [ROUNDS] [--set ...]
+# "exposed comm" is what finish() waited for after backward (DDP's own clock): ZeRO-1's
+# reduce-scatters all start there; ZeRO-2's start during backward, one per micro-batch.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+n=${1:-4}
+rounds=${2:-3}
+shift $(($# > 2 ? 2 : $#))
+[ -x build/triax_bench_step ] || { echo "build first: tools/setup.sh build" >&2; exit 2; }
+levels=(none optimizer gradients)
+declare -A times comms
+echo "main GPT (configs/gpt-fortunes.yaml), dp $n, $rounds rounds, $(nproc) cores, $(date -u +%F)"
+for ((r = 1; r <= rounds; r++)); do
+  for level in "${levels[@]}"; do
+    line=$(mpirun -np "$n" build/triax_bench_step configs/gpt-fortunes.yaml --brief --steps 20 \
+      --set parallel.tensor=1 --set parallel.pipeline=1 --set ddp.shard="$level" "$@" |
+      grep '^triax')
+    step=$(sed -E 's/.*step +([0-9.]+) ms.*/\1/' <<<"$line")
+    comm=$(sed -E 's/.*exposed comm +([0-9.]+) ms.*/\1/' <<<"$line")
+    echo "round $r $level: step $step ms, exposed comm $comm ms"
+    times[$level]+="$step "
+    comms[$level]+="$comm "
+  done
+done
+median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+base=$(median <<<"${times[optimizer]}")
+for level in "${levels[@]}"; do
+  m=$(median <<<"${times[$level]}")
+  c=$(median <<<"${comms[$level]}")
+  ratio=$(awk -v a="$m" -v b="$base" 'BEGIN {printf "%.3f", a / b}')
+  goal=""
+  [ "$level" = gradients ] && goal="  (goal <= 1.03x ZeRO-1)"
+  printf "%-10s median step %7.1f ms, exposed comm %6.2f ms, %sx ZeRO-1%s\n" "$level" "$m" "$c" "$ratio" "$goal"
+done
