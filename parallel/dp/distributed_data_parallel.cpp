@@ -39,7 +39,7 @@ DistributedDataParallel::DistributedDataParallel(
     bytes += size;
     if (alone) bytes = limit + 1;  // the next parameter starts another bucket
   }
-  // ZeRO-2 allocates a bucket's buffer only while backward fills it (fill()).
+  // ZeRO-2 has no bucket buffers: a flight packs the gradients when it takes off.
   const bool lazy = options_.shard && options_.shard_gradients && options_.tree_leaves == 0;
   const int64_t ranks = shards().size();  // the slices of a sharded bucket
   if (!params_.empty()) {
@@ -137,7 +137,7 @@ void DistributedDataParallel::zero_grad() {
     // Nothing is filled or in the air between steps (finish() landed every flight).
     flights_.clear();
     for (auto& bucket : buckets_) {
-      bucket.buffer = torch::Tensor();
+      bucket.filling = false;
       bucket.grad_shard.zero_();  // a bucket no parameter of which gets a gradient (allow_unused)
       bucket.launches = 0;
       bucket.pending = static_cast<int>(bucket.members.size());
@@ -182,10 +182,10 @@ void DistributedDataParallel::on_gradient(size_t index) {
   if (!sync_) return;
   if (have_pending_) mark_final(pending_index_);  // its accumulation has completed by now
   if (flying()) {
+    // Autograd accumulates this gradient into the parameter's own .grad (taking the incoming
+    // tensor when there is none); take_off() packs the bucket's .grads when all are final.
     touched_[index] = true;
-    // The hook runs before the gradient is accumulated: it lands in the bucket's new buffer.
-    Bucket& bucket = buckets_[bucket_of_[index]];
-    if (!bucket.buffer.defined()) fill(bucket);
+    buckets_[bucket_of_[index]].filling = true;
   }
   pending_index_ = index;
   have_pending_ = true;
@@ -222,8 +222,7 @@ void DistributedDataParallel::gradients_ready(const std::vector<torch::Tensor>& 
   for (size_t k : ready) {
     if (flying()) {
       touched_[k] = true;
-      Bucket& bucket = buckets_[bucket_of_[k]];
-      if (!bucket.buffer.defined()) fill(bucket);  // adopts the gradient W wrote on its own
+      buckets_[bucket_of_[k]].filling = true;  // W wrote its gradient into .grad itself
     }
     mark_final(k);
   }
@@ -397,7 +396,7 @@ void DistributedDataParallel::finish() {
     // What backward left in buffers: a bucket with a parameter that got no gradient, or the
     // second fill of a bucket whose parameters a split backward's passes reached out of turn.
     for (auto& bucket : buckets_) {
-      if (bucket.buffer.defined()) take_off(bucket);
+      if (bucket.filling) take_off(bucket);
     }
     const auto start = std::chrono::steady_clock::now();
     advance(/*wait=*/true);
@@ -450,21 +449,6 @@ void DistributedDataParallel::finish() {
   std::fill(seen_.begin(), seen_.end(), false);
 }
 
-void DistributedDataParallel::fill(Bucket& bucket) {
-  torch::NoGradGuard no_grad;
-  bucket.buffer = torch::zeros({bucket.numel}, params_[bucket.members.front()].second.options());
-  peak_bytes_ = std::max(peak_bytes_, gradient_bytes());  // memory grows only here
-  for (size_t m = 0; m < bucket.members.size(); ++m) {
-    const size_t k = bucket.members[m];
-    torch::Tensor& p = params_[k].second;
-    views_[k] = bucket.buffer.narrow(0, bucket.offsets[m], p.numel()).view(p.sizes());
-    torch::Tensor& grad = p.mutable_grad();
-    // Between fills a parameter has no .grad, unless a split backward's W pass wrote one itself.
-    if (grad.defined() && !grad.is_same(views_[k])) views_[k].copy_(grad);
-    grad = views_[k];
-  }
-}
-
 void DistributedDataParallel::take_off(Bucket& bucket) {
   torch::NoGradGuard no_grad;
   const size_t b = static_cast<size_t>(&bucket - buckets_.data());
@@ -477,28 +461,39 @@ void DistributedDataParallel::take_off(Bucket& bucket) {
   Flight flight;
   flight.bucket = b;
   flight.first = bucket.launches++ == 0;
+  // The members' gradients, as autograd (or a W pass) left them, packed into the buffer that is
+  // sent: in the wire's dtype at once under a bf16 wire (the same rounding as ZeRO-1's copy).
+  const torch::Tensor& front = params_[bucket.members.front()].second;
+  flight.buffer = torch::empty(
+      {bucket.numel}, front.options().dtype(narrow_ ? options_.reduce_dtype : front.scalar_type()));
+  int64_t end = 0;
+  for (size_t m = 0; m < bucket.members.size(); ++m) {
+    const torch::Tensor& p = params_[bucket.members[m]].second;
+    torch::Tensor part = flight.buffer.narrow(0, bucket.offsets[m], p.numel()).view(p.sizes());
+    if (p.grad().defined()) {
+      part.copy_(p.grad());
+    } else {
+      part.zero_();  // no gradient this fill (finish(): an unused parameter)
+    }
+    end = std::max(end, bucket.offsets[m] + p.numel());
+  }
+  flight.buffer.narrow(0, end, bucket.numel - end).zero_();  // the padding to equal slices
+  peak_bytes_ =
+      std::max(peak_bytes_, gradient_bytes() + static_cast<int64_t>(flight.buffer.nbytes()));
   for (size_t k : bucket.members) {
-    params_[k].second.mutable_grad() = torch::Tensor();  // the next fill starts from zero
-    views_[k] = torch::Tensor();
+    params_[k].second.mutable_grad() = torch::Tensor();  // the next fill starts afresh
     seen_[k] = false;
   }
+  bucket.filling = false;
   bucket.pending = static_cast<int>(bucket.members.size());
   const int64_t slice = bucket.numel / shards().size();
-  if (narrow_) {
-    flight.buffer = bucket.buffer.to(options_.reduce_dtype);  // the fp32 buffer is freed here
-    flight.slice = torch::empty({slice}, flight.buffer.options());
-    flight.work = shards().reduce_scatter_async(flight.slice, flight.buffer, ReduceOp::kSum);
-  } else {
-    flight.buffer = bucket.buffer;
-    // The step's first flight lands in the gradient shard itself: with one micro-batch, the
-    // same operations as ZeRO-1's reduce-scatter in finish(), bit for bit.
-    flight.slice =
-        flight.first ? bucket.grad_shard : torch::empty({slice}, bucket.buffer.options());
-    flight.work = shards().reduce_scatter_async(flight.slice, flight.buffer, ReduceOp::kAvg);
-  }
+  // The step's first fp32 flight lands in the gradient shard itself: with one micro-batch, the
+  // same operations as ZeRO-1's reduce-scatter, bit for bit.
+  flight.slice =
+      flight.first && !narrow_ ? bucket.grad_shard : torch::empty({slice}, flight.buffer.options());
+  flight.work = shards().reduce_scatter_async(flight.slice, flight.buffer,
+                                              narrow_ ? ReduceOp::kSum : ReduceOp::kAvg);
   flights_.push_back(std::move(flight));
-  if (narrow_) peak_bytes_ = std::max(peak_bytes_, gradient_bytes());  // fp32 and its bf16 copy
-  bucket.buffer = torch::Tensor();
   peak_bytes_ = std::max(peak_bytes_, gradient_bytes());  // a slice to receive into
 }
 
@@ -602,6 +597,9 @@ int64_t DistributedDataParallel::gradient_bytes() const {
   for (const auto& flight : flights_) {
     add(flight.buffer);
     if (!flight.first || narrow_) add(flight.slice);
+  }
+  if (flying()) {  // the gradients autograd is accumulating, until their bucket takes off
+    for (const auto& item : params_) add(item.second.grad());
   }
   return bytes;
 }

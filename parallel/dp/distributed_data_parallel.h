@@ -16,9 +16,11 @@
 // finish() launches what is left, waits for every bucket (the communication not hidden behind
 // backward: exposed_seconds()), and reports by name any parameter that received no gradient in
 // the step, or, with allow_unused, treats its gradient as zero.
-// ZeRO-2 (DdpOptions::shard_gradients) reuses the same finality on every micro-batch: a bucket's
-// buffer lives from its first gradient of a backward to its reduce-scatter (a "flight"), so a
-// rank holds its fp32 gradient slice, the buffers being filled and the flights in the air.
+// ZeRO-2 (DdpOptions::shard_gradients) reuses the same finality on every micro-batch: the
+// parameters accumulate into their own .grad (autograd takes the incoming tensor: no zeroed
+// buffer), and when a bucket's are all final they are packed into a buffer that is
+// reduce-scattered (a "flight") and released, so a rank holds its fp32 gradient slice, the
+// gradients of the buckets not yet complete, and the flights in the air.
 #pragma once
 
 #include <torch/torch.h>
@@ -84,8 +86,9 @@ class DistributedDataParallel : public GradientSync {
     std::vector<int64_t> offsets;  // each member's first element in the buffer
     int pending = 0;
     WorkPtr work;
-    int64_t numel = 0;  // the buffer's (padded) length
-    int launches = 0;   // ZeRO-2: flights this step
+    int64_t numel = 0;     // the buffer's (padded) length
+    int launches = 0;      // ZeRO-2: flights this step
+    bool filling = false;  // ZeRO-2: a member has a gradient not yet sent
   };
   // ZeRO-2: one reduce-scatter of a bucket's buffer, from launch until its slice is added.
   struct Flight {
@@ -100,7 +103,6 @@ class DistributedDataParallel : public GradientSync {
   void mark_final(size_t index);
   void launch(Bucket& bucket);
   bool flying() const { return options_.shard_gradients && options_.shard && !tree_; }
-  void fill(Bucket& bucket);         // ZeRO-2: give the bucket a zeroed buffer, adopt stray .grads
   void take_off(Bucket& bucket);     // ZeRO-2: the bucket's buffer becomes a flight
   void advance(bool wait);           // ZeRO-2: move flights on, in launch order; `wait` for all
   void limit_airborne(size_t most);  // ZeRO-2: wait until at most `most` buffers are sending

@@ -72,12 +72,13 @@ struct DdpOptions {
   Communicator* shard_group = nullptr;
   Communicator* replica_group = nullptr;
   /// ZeRO-2 (ddp.shard: gradients), shard mode only: no bucket holds gradients between
-  /// micro-batches. A bucket's buffer is allocated when backward first reaches one of its
-  /// parameters, reduce-scattered (and, hybrid, its slice all-reduced across the groups) as soon
-  /// as all of them are final — on every micro-batch, overlapped with backward — and freed when
-  /// the reduce-scatter lands; the slice is added into this rank's fp32 gradient shard. The
-  /// parameters' .grad is undefined between backwards. Ignored under layout-invariant numerics (the
-  /// tree needs whole gradients: ZeRO-1 there, bit for bit).
+  /// micro-batches. Autograd accumulates each parameter's gradient in its own .grad; as soon as a
+  /// bucket's are all final — on every micro-batch, overlapped with backward — they are packed
+  /// into a buffer that is reduce-scattered (and, hybrid, its slice all-reduced across the
+  /// groups) and the .grads are released; the buffer is freed when the reduce-scatter lands and
+  /// the slice is added into this rank's fp32 gradient shard. Between backwards the parameters
+  /// have no .grad. Ignored under layout-invariant numerics (the tree needs whole gradients:
+  /// ZeRO-1 there, bit for bit).
   bool shard_gradients = false;
   /// Parameters that get a bucket of their own (the tied embedding's copies, shard mode): two
   /// ranks' buckets of one such tensor are padded alike, so their slices cover the same elements
