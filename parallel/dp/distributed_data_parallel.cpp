@@ -150,6 +150,7 @@ void DistributedDataParallel::zero_grad() {
     std::fill(touched_.begin(), touched_.end(), false);
     have_pending_ = false;
     peak_bytes_ = 0;
+    current_microbatch_ = -1;
     return;
   }
   for (auto& bucket : buckets_) bucket.buffer.zero_();
@@ -247,6 +248,21 @@ void DistributedDataParallel::add_gradient_holder(const torch::Tensor& holder) {
 }
 
 void DistributedDataParallel::microbatch_starts(int microbatch) {
+  if (flying()) {
+    if (microbatch == current_microbatch_) return;
+    // ZeRO-2: a flight carries one micro-batch's gradients. A split backward may come back to a
+    // bucket another micro-batch's pass left incomplete (I of the next before W of this one):
+    // that part leaves now, and the rest follows in a flight of its own. The parts touch
+    // different parameters, so their slices add exactly: every schedule reduces the same sums
+    // (ZB-H1 equals 1F1B bit for bit).
+    if (have_pending_) mark_final(pending_index_);  // no backward is running: it is complete
+    have_pending_ = false;
+    for (auto& bucket : buckets_) {
+      if (bucket.filling) take_off(bucket);
+    }
+    current_microbatch_ = microbatch;
+    return;
+  }
   if (held_ < 0 || microbatch == held_ + 1) return;
   // Another micro-batch's backward would land on the held one: it enters the tree alone.
   torch::NoGradGuard no_grad;

@@ -122,6 +122,7 @@ class DistributedDataParallel : public GradientSync {
   std::deque<Flight> flights_;
   bool narrow_ = false;     // gradients cross the group in reduce_dtype
   int64_t peak_bytes_ = 0;  // gradient_bytes() at its highest since zero_grad() (ZeRO-2: fills)
+  int current_microbatch_ = -1;  // ZeRO-2: whose backward the gradients now arriving are
   std::vector<Bucket> buckets_;
   Communicator& dp_;
   DdpOptions options_;
