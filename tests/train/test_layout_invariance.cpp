@@ -9,8 +9,11 @@
 // so a mistake every layout would share cannot pass. Tensor parallelism splits the matmuls' sums,
 // so tp = 2 rows are held to the composition test's bounds instead (test_composition.cpp): fp32
 // 1e-5 relative on each step's loss and norm, 5e-5 absolute on the parameters; bf16 (a row-parallel
-// matmul rounds each rank's partial sum to bf16) 2e-3 on the loss, 1e-1 on the norm
-// (measured 6.5e-2 here: the last steps' small gradients, global batch 16), 8e-2 on the parameters.
+// matmul rounds each rank's partial sum to bf16) 2e-3 on the loss, 2.5e-1 on the norm, 8e-2 on
+// the parameters. bf16 matmuls run the emulated kernel (train.bf16_matmul: emulated) on every CPU,
+// so the figures do not depend on the machine: with it the norm moves by 1.9e-1 at most (GPT, tp 2,
+// 20 steps; the last steps' small gradients, global batch 16), against 6.5e-2 with AVX512-BF16's
+// native kernel, which a CPU without it refuses (the bound was 1e-1 when it was measured there).
 // Between themselves, the tp = 2 rows of one launch are bitwise equal: every dp, pp, schedule,
 // recompute and ZeRO-1 at tp = 2 gives the same bits.
 #include <catch2/catch.hpp>
@@ -38,7 +41,7 @@ struct Bound {
   double loss, norm, param;
 };
 constexpr Bound kTpFp32{1e-5, 1e-5, 5e-5};
-constexpr Bound kTpBf16{2e-3, 1e-1, 8e-2};
+constexpr Bound kTpBf16{2e-3, 2.5e-1, 8e-2};
 
 using ConfigOf = Config (*)(int tp, int pp, const std::string& schedule, int chunks);
 
@@ -77,6 +80,7 @@ Config invariant(ConfigOf family, Precision precision, int ranks, int tp, int pp
   Config c = family(tp, pp, v.schedule, v.chunks);
   c.train.numerics = Numerics::kLayoutInvariant;
   c.train.precision = precision;
+  c.train.bf16_matmul = Bf16Matmul::kEmulated;  // the same arithmetic on every CPU
   c.train.global_batch = global_batch(ranks);
   c.train.micro_batch = 2;
   c.train.clip_grad = 0.3;  // below both families' first norms: clipping is active
