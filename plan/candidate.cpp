@@ -125,6 +125,11 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
                  {ShardLevel::kNone, ShardLevel::kOptimizer, ShardLevel::kGradients}) {
               const bool zero = level != ShardLevel::kNone;
               if (zero && (dp == 1 || config.train.optimizer != OptimizerKind::kAdamW)) continue;
+              // Layout-invariant numerics reduce ZeRO-2 as ZeRO-1 (the tree): not a choice there.
+              if (level == ShardLevel::kGradients &&
+                  config.train.numerics == Numerics::kLayoutInvariant) {
+                continue;
+              }
               for (bool sp : {false, true}) {
                 if (sp && tp == 1) continue;
                 for (Hierarchical h : hier) {

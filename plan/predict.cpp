@@ -153,12 +153,19 @@ RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double ac
   }
   m.activations = activation_peak(schedule, r, chunks, transient, activation_bytes);
   // ZeRO-1 splits the state (and keeps a gradient slice) over its shard group: all of dp, or
-  // optimizer.shard_group ranks under hybrid sharding. ZeRO-2 keeps only the slice, and the
-  // buckets that backward is filling or that are in flight: about two of ddp.bucket_mb.
+  // optimizer.shard_group ranks under hybrid sharding. ZeRO-2 keeps only the slice, and in
+  // backward the gradients of buckets not yet complete (about two of ddp.bucket_mb, at most the
+  // stage's gradient) and two buckets' buffers being sent.
   const double shards = c.state_shards();
   if (c.shard == ShardLevel::kGradients) {
-    m.gradients =
-        m.parameters / shards + std::min(m.parameters, 2 * config.ddp.bucket_mb * 1024 * 1024);
+    // Per chunk: about 2 buckets filling and 2 being sent, a bucket being ddp.bucket_mb or the
+    // largest tensor alone (the token embedding); a W pass (ZB-H1, ZB-V) adds a chunk's gradient.
+    const double largest = 4.0 * static_cast<double>(config.model.vocab) *
+                           static_cast<double>(config.model.hidden) / c.tp;
+    const double bucket = std::max(config.ddp.bucket_mb * 1024 * 1024, largest);
+    const bool split = c.schedule == ScheduleKind::kZbh1 || c.schedule == ScheduleKind::kZbv;
+    m.gradients = m.parameters / shards + std::min(m.parameters, 2 * bucket) +
+                  std::min(m.parameters, c.chunks * 2 * bucket) + (split ? m.parameters : 0);
   } else {
     m.gradients = m.parameters * (c.sharded() ? 1.0 + 1.0 / shards : 1.0);
   }
@@ -200,14 +207,15 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
            profile.link(Collective::kAllGather, s, inside).time(most_parameters);
   }
   double seconds = 0;
-  if (c.hierarchical == Hierarchical::kTrue && link == LinkClass::kNet && local > 1) {
+  if (c.sharded()) {
+    // The node-aware communicator forwards a reduce-scatter to the flat group: no hierarchy.
+    seconds = times * profile.link(Collective::kReduceScatter, c.dp, link).time(grad_bytes);
+  } else if (c.hierarchical == Hierarchical::kTrue && link == LinkClass::kNet && local > 1) {
     const int across = c.dp / local;
     seconds =
         profile.link(Collective::kReduceScatter, local, LinkClass::kNode).time(grad_bytes) +
         profile.link(Collective::kAllReduce, across, LinkClass::kNet).time(grad_bytes / local) +
         profile.link(Collective::kAllGather, local, LinkClass::kNode).time(grad_bytes);
-  } else if (c.sharded()) {
-    seconds = times * profile.link(Collective::kReduceScatter, c.dp, link).time(grad_bytes);
   } else {
     seconds = profile.link(Collective::kAllReduce, c.dp, link).time(grad_bytes);
   }

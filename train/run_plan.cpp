@@ -142,9 +142,10 @@ void check_sharded_optimizer(const Config& config, const BatchPlan& batch) {
   const std::string key = config.ddp.shard != ShardLevel::kNone
                               ? str("ddp.shard: ", config.ddp.shard)
                               : std::string("optimizer.shard: true");
-  const std::string off = config.ddp.shard != ShardLevel::kNone
-                              ? std::string("ddp.shard: none")
-                              : std::string("optimizer.shard: false");
+  const std::string off = !config.optimizer.shard ? std::string("ddp.shard: none")
+                          : config.ddp.shard == ShardLevel::kNone
+                              ? std::string("optimizer.shard: false")
+                              : std::string("ddp.shard: none and optimizer.shard: false");
   if (level == ShardLevel::kParameters) {
     throw ConfigError(std::string(
         "ddp.shard: parameters (ZeRO-3 / FSDP: parameters sharded and gathered per block) is not "

@@ -51,7 +51,9 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
   if (level != ShardLevel::kNone && group > 0 && group < context_.dp_size()) {
     const int d = context_.dp_rank(), s = static_cast<int>(group);
     shard_group_ = context_.dp().split(d / s, d % s);
-    replica_group_ = context_.dp().split(d % s, d / s);
+    for (int c = 0; c < schedule_.chunks; ++c) {
+      replica_groups_.push_back(context_.dp().split(d % s, d / s));
+    }
     // Named in flight records and timeouts by their members' world ranks.
     std::vector<int> shard_members, replica_members;
     for (int k = 0; k < context_.dp_size(); ++k) {
@@ -59,7 +61,7 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
       if (k % s == d % s) replica_members.push_back(context_.dp().world_rank_of(k));
     }
     shard_group_->set_label("dp shard group", shard_members);
-    replica_group_->set_label("dp replica group", replica_members);
+    for (auto& replicas : replica_groups_) replicas->set_label("dp replica group", replica_members);
   }
   std::vector<std::pair<std::string, torch::Tensor>> norm_keys;
   for (int c = 0; c < schedule_.chunks; ++c) {
@@ -75,7 +77,8 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     ddp.tree_leaves = tree_leaves;
     ddp.tree_pairs = !split;
     ddp.shard_group = shard_group_.get();
-    ddp.replica_group = replica_group_.get();
+    ddp.replica_group =
+        replica_groups_.empty() ? nullptr : replica_groups_[static_cast<size_t>(c)].get();
     for (const auto& item : module.named_parameters()) {
       const ParamTraits& t = traits.at(item.key());
       named.emplace_back(item.key(), item.value());

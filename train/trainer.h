@@ -136,7 +136,10 @@ class Trainer {
   // Hybrid sharding (optimizer.shard_group < dp): the groups the optimizer state is split over,
   // and the groups across which their slices are replicated. Declared before ddp_ and the
   // optimizer, which use them (so destroyed after them).
-  std::unique_ptr<Communicator> shard_group_, replica_group_;
+  std::unique_ptr<Communicator> shard_group_;
+  /// One per chunk: ZeRO-2 issues a chunk's replica all-reduces as its reduce-scatters land, so
+  /// two chunks' on one communicator could reach the ranks in different orders.
+  std::vector<std::unique_ptr<Communicator>> replica_groups_;
   std::vector<std::unique_ptr<GradientSync>> ddp_;
   ModelGrads grads_;  ///< what finalize_model_grads acts on
   std::unique_ptr<Optimizer> optimizer_;

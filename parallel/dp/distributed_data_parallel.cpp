@@ -150,6 +150,7 @@ void DistributedDataParallel::zero_grad() {
     std::fill(touched_.begin(), touched_.end(), false);
     have_pending_ = false;
     peak_bytes_ = 0;
+    held_up_ = 0;
     current_microbatch_ = -1;
     return;
   }
@@ -338,15 +339,9 @@ void DistributedDataParallel::launch(Bucket& bucket) {
     return;
   }
   if (options_.shard) {
-    // ZeRO-1: this rank's averaged slice (a group of one copies it: the shard is still filled).
-    const flight::Label label(
-        str("DDP reduce-scatter bucket ", &bucket - buckets_.data(), " of ", buckets_.size()));
-    if (bucket.wire.defined()) {
-      bucket.wire.copy_(bucket.buffer);
-      bucket.work = shards().reduce_scatter_async(bucket.wire_shard, bucket.wire, ReduceOp::kSum);
-    } else {
-      bucket.work = shards().reduce_scatter_async(bucket.grad_shard, bucket.buffer, ReduceOp::kAvg);
-    }
+    // With allow_unused a rank's unused parameters may complete a bucket later than another
+    // rank's: finish() then sends every bucket, in bucket order.
+    if (!options_.allow_unused) send_slices(bucket);
     return;
   }
   const flight::Label label(str("DDP bucket ", &bucket - buckets_.data(), " of ", buckets_.size()));
@@ -357,6 +352,18 @@ void DistributedDataParallel::launch(Bucket& bucket) {
   }
   bucket.wire.copy_(bucket.buffer);
   bucket.work = dp_.all_reduce_async(bucket.wire, ReduceOp::kSum);
+}
+
+void DistributedDataParallel::send_slices(Bucket& bucket) {
+  // ZeRO-1: this rank's averaged slice (a group of one copies it: the shard is still filled).
+  const flight::Label label(
+      str("DDP reduce-scatter bucket ", &bucket - buckets_.data(), " of ", buckets_.size()));
+  if (bucket.wire.defined()) {
+    bucket.wire.copy_(bucket.buffer);
+    bucket.work = shards().reduce_scatter_async(bucket.wire_shard, bucket.wire, ReduceOp::kSum);
+  } else {
+    bucket.work = shards().reduce_scatter_async(bucket.grad_shard, bucket.buffer, ReduceOp::kAvg);
+  }
 }
 
 Communicator& DistributedDataParallel::shards() const {
@@ -416,8 +423,9 @@ void DistributedDataParallel::finish() {
     }
     const auto start = std::chrono::steady_clock::now();
     advance(/*wait=*/true);
+    // What finish() waited for, and what backward waited for a buffer to leave (limit_airborne).
     exposed_seconds_ =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() + held_up_;
     for (auto& bucket : buckets_) bucket.pending = static_cast<int>(bucket.members.size());
     std::fill(seen_.begin(), seen_.end(), false);
     std::fill(touched_.begin(), touched_.end(), false);
@@ -433,6 +441,9 @@ void DistributedDataParallel::finish() {
   }
   for (size_t k = 0; k < params_.size(); ++k) {
     if (!seen_[k]) mark_final(k);
+  }
+  if (options_.shard && options_.allow_unused) {
+    for (auto& bucket : buckets_) send_slices(bucket);
   }
   const auto start = std::chrono::steady_clock::now();
   Communicator* replicas = options_.shard ? options_.replica_group : nullptr;
@@ -482,24 +493,24 @@ void DistributedDataParallel::take_off(Bucket& bucket) {
   const torch::Tensor& front = params_[bucket.members.front()].second;
   flight.buffer = torch::empty(
       {bucket.numel}, front.options().dtype(narrow_ ? options_.reduce_dtype : front.scalar_type()));
+  // The most held while packing: every .grad still here and the whole buffer (each .grad is
+  // released as soon as it is copied).
+  peak_bytes_ =
+      std::max(peak_bytes_, gradient_bytes() + static_cast<int64_t>(flight.buffer.nbytes()));
   int64_t end = 0;
   for (size_t m = 0; m < bucket.members.size(); ++m) {
-    const torch::Tensor& p = params_[bucket.members[m]].second;
+    torch::Tensor& p = params_[bucket.members[m]].second;
     torch::Tensor part = flight.buffer.narrow(0, bucket.offsets[m], p.numel()).view(p.sizes());
     if (p.grad().defined()) {
       part.copy_(p.grad());
     } else {
       part.zero_();  // no gradient this fill (finish(): an unused parameter)
     }
+    p.mutable_grad() = torch::Tensor();  // released at once: the next fill starts afresh
+    seen_[bucket.members[m]] = false;
     end = std::max(end, bucket.offsets[m] + p.numel());
   }
   flight.buffer.narrow(0, end, bucket.numel - end).zero_();  // the padding to equal slices
-  peak_bytes_ =
-      std::max(peak_bytes_, gradient_bytes() + static_cast<int64_t>(flight.buffer.nbytes()));
-  for (size_t k : bucket.members) {
-    params_[k].second.mutable_grad() = torch::Tensor();  // the next fill starts afresh
-    seen_[k] = false;
-  }
   bucket.filling = false;
   bucket.pending = static_cast<int>(bucket.members.size());
   const int64_t slice = bucket.numel / shards().size();
@@ -523,7 +534,9 @@ void DistributedDataParallel::limit_airborne(size_t most) {
       ++airborne;
     }
     if (airborne <= most) return;
+    const auto start = std::chrono::steady_clock::now();
     oldest->work->wait();  // every rank launched the same flights: the oldest completes
+    held_up_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     advance(/*wait=*/false);
   }
 }

@@ -50,7 +50,8 @@ class DistributedDataParallel : public GradientSync {
 
   /// Overwrites every parameter with dp-rank 0's (at start, so replicas begin equal).
   void broadcast_parameters() override;
-  /// Zeroes all gradients (the bucket buffers) and re-attaches the .grad views.
+  /// Zeroes all gradients (the bucket buffers) and re-attaches the .grad views (ZeRO-2: leaves
+  /// every .grad undefined and zeroes the slices).
   void zero_grad() override;
   /// Call before each micro-batch's backward: sync only on the last one.
   void set_sync(bool last_microbatch) override;
@@ -102,6 +103,7 @@ class DistributedDataParallel : public GradientSync {
   void on_gradient(size_t index);
   void mark_final(size_t index);
   void launch(Bucket& bucket);
+  void send_slices(Bucket& bucket);  // ZeRO-1: the bucket's reduce-scatter
   bool flying() const { return options_.shard_gradients && options_.shard && !tree_; }
   void take_off(Bucket& bucket);     // ZeRO-2: the bucket's buffer becomes a flight
   void advance(bool wait);           // ZeRO-2: move flights on, in launch order; `wait` for all
@@ -123,6 +125,7 @@ class DistributedDataParallel : public GradientSync {
   bool narrow_ = false;     // gradients cross the group in reduce_dtype
   int64_t peak_bytes_ = 0;  // gradient_bytes() at its highest since zero_grad() (ZeRO-2: fills)
   int current_microbatch_ = -1;  // ZeRO-2: whose backward the gradients now arriving are
+  double held_up_ = 0;           // ZeRO-2: seconds backward waited in limit_airborne this step
   std::vector<Bucket> buckets_;
   Communicator& dp_;
   DdpOptions options_;

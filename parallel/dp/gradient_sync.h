@@ -71,6 +71,8 @@ struct DdpOptions {
   /// broadcast and the layout-invariant tree stay on the whole dp group. Null: no hybrid.
   Communicator* shard_group = nullptr;
   Communicator* replica_group = nullptr;
+  /// With allow_unused every rank must leave the same parameters without gradient (as for the
+  /// unsharded buckets): ZeRO-2 sends a bucket when its last used parameter is final.
   /// ZeRO-2 (ddp.shard: gradients), shard mode only: no bucket holds gradients between
   /// micro-batches. Autograd accumulates each parameter's gradient in its own .grad; as soon as a
   /// bucket's are all final — on every micro-batch, overlapped with backward — they are packed

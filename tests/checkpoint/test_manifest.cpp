@@ -195,6 +195,7 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
                                 "    bf16_matmul: \"auto\"\n",
                                 "    numerics: \"fast\"\n",
                                 "    reduce_dtype: \"fp32\"\n",
+                                "    shard: \"none\"\n",
                                 "    heartbeat_s: 15\n",
                                 "    async: false\n"}) {
     const auto at = written.find(key);

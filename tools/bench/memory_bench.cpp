@@ -96,14 +96,16 @@ void run_bench(const Config& config, const std::shared_ptr<Communicator>& world)
   const double grads = static_cast<double>(built - at_start) - params - (shard ? optimizer : 0);
   // ZeRO-1: the moments of this rank's slices (8/dp bytes per parameter), and DDP also holds the
   // averaged gradient slice next to its buckets (4/dp). ZeRO-2: the slice alone between steps;
-  // in a step also up to 4 buckets (2 filling, 2 in flight: DdpOptions::shard_gradients).
+  // in a step also the gradients of buckets not yet complete (about 2, never more than the
+  // stage's gradient) and 2 buckets' buffers being sent (DdpOptions::shard_gradients).
   const double grads_theory = level == ShardLevel::kGradients
                                   ? th.parameter_bytes / dp
                                   : th.parameter_bytes * (shard ? 1.0 + 1.0 / dp : 1.0);
   const double bucket = config.ddp.bucket_mb * 1024 * 1024;
-  const double in_step_theory = level == ShardLevel::kGradients
-                                    ? grads_theory + std::min(th.parameter_bytes, 4 * bucket)
-                                    : grads_theory;
+  const double in_step_theory =
+      level == ShardLevel::kGradients
+          ? grads_theory + std::min(th.parameter_bytes, 2 * bucket) + 2 * bucket
+          : grads_theory;
   const double optimizer_theory = 2 * th.parameter_bytes / (shard ? dp : 1);
   // Rows: this rank's measured figures and the theory, gathered to rank 0 in rank order.
   torch::Tensor mine =

@@ -5,8 +5,9 @@
 # (none, optimizer, gradients in each), medians; with the goal beside each figure: ZeRO-2
 # (ddp.shard: gradients) <= 1.03x ZeRO-1's step time (issue 41).
 #   tools/bench/zero.sh [N] [ROUNDS] [--set ...]
-# "exposed comm" is what finish() waited for after backward (DDP's own clock): ZeRO-1's
-# reduce-scatters all start there; ZeRO-2's start during backward, one per micro-batch.
+# "exposed comm" is what DDP waited for (its own clock): after backward in finish(), and for
+# ZeRO-2 also inside backward for a bucket to leave. Every level's reductions start during
+# backward; ZeRO-2's on every micro-batch.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 n=${1:-4}
@@ -16,14 +17,14 @@ shift $(($# > 2 ? 2 : $#))
 levels=(none optimizer gradients)
 declare -A times comms
 echo "main GPT (configs/gpt-fortunes.yaml), dp $n, $rounds rounds, $(nproc) cores, $(date -u +%F)"
-for ((r = 1; r <= rounds; r++)); do
+for round in $(seq "$rounds"); do
   for level in "${levels[@]}"; do
     line=$(mpirun -np "$n" build/triax_bench_step configs/gpt-fortunes.yaml --brief --steps 20 \
       --set parallel.tensor=1 --set parallel.pipeline=1 --set ddp.shard="$level" "$@" |
       grep '^triax')
     step=$(sed -E 's/.*step +([0-9.]+) ms.*/\1/' <<<"$line")
     comm=$(sed -E 's/.*exposed comm +([0-9.]+) ms.*/\1/' <<<"$line")
-    echo "round $r $level: step $step ms, exposed comm $comm ms"
+    echo "round $round $level: step $step ms, exposed comm $comm ms"
     times[$level]+="$step "
     comms[$level]+="$comm "
   done
