@@ -132,9 +132,15 @@ StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
     const int64_t group = plan_.config.optimizer.shard_group;
     const int shards = group > 0 ? static_cast<int>(group) : context_.dp_size();
     const double mib = 1024.0 * 1024.0;
+    // Under layout-invariant numerics ZeRO-2 reduces as ZeRO-1 (the micro-batch tree needs whole
+    // gradients): the line says what runs.
+    const bool as_zero1 = level == ShardLevel::kGradients &&
+                          plan_.config.train.numerics == Numerics::kLayoutInvariant;
     log::info(str(
         "sharded data parallelism: ddp.shard ", level, " (ZeRO-",
-        level == ShardLevel::kGradients ? 2 : 1, ") over ", shards, " dp rank(s)",
+        level == ShardLevel::kGradients && !as_zero1 ? 2 : 1,
+        as_zero1 ? ": layout-invariant numerics reduce whole gradients" : "", ") over ", shards,
+        " dp rank(s)",
         shards < context_.dp_size()
             ? str(", replicated ", context_.dp_size() / shards, " times (hybrid)")
             : std::string(),
