@@ -83,8 +83,9 @@ struct Tolerance {
   double param = kParamTol;  ///< absolute, the final parameters
 };
 
-// Which layouts a family adds coverage in: a variant that equals its base family somewhere (the
-// Llama's sequence-parallel variant at tp = 1, ZeRO-2 or a bf16 wire at dp = 1) skips those.
+// Which layouts a family adds coverage in: a variant that gives its base family's results
+// somewhere (the Llama's sequence-parallel variant at tp = 1, ZeRO-2 or a bf16 wire at dp = 1)
+// skips those.
 enum class Where { kEverywhere, kTp2, kDp2 };
 
 // The schedules where pp > 1: all five, or (a family whose pipeline arithmetic another family
@@ -219,7 +220,7 @@ TEST_CASE("in bf16 every layout and schedule trains like one process in bf16",
   const Tolerance bf16{2e-3, 8e-2};
   check_every_layout(in_bf16<testing::tiny_gpt_config>, "gpt bf16", bf16, 5e-2);
   // The GPT runs every schedule in bf16, the Llama the split ones (layout_invariance checks every
-  // schedule in bf16 bit for bit for both families).
+  // schedule in bf16 bit for bit for both families at tp = 1).
   check_every_layout(in_bf16<tiny_llama_sp_config>, "llama+sp+recompute+zero1 bf16", bf16, 5e-2,
                      Where::kEverywhere, Schedules::kSplit);
   // Gradients averaged in bf16 across dp (ddp.reduce_dtype): all-reduce at tp 1, ZeRO-2's
