@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/bf16_matmul.h"
+#include "core/compute_threads.h"
 #include "core/error.h"
 #include "core/flight_recorder.h"
 #include "core/log.h"
@@ -56,7 +57,7 @@ int run_job(const JobSteps& steps, int* argc, char*** argv) {
     const ThreadChoice threads = choose_threads(
         start.config, launch, process_env(),
         static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), cpus_available());
-    torch::set_num_threads(threads.threads);
+    set_compute_threads(threads.threads);
     steps.run(*world, start, threads, ranks);
     death_watch_done();
   } catch (const ConfigError& e) {

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <torch/torch.h>
+#include "core/compute_threads.h"
 #include "core/log.h"
 #include "core/strings.h"
 #include "parallel/comm/mpi_runtime.h"
@@ -15,7 +16,7 @@ int main(int argc, char** argv) {
   triax::MpiRuntime mpi(&argc, &argv);
   triax::log::set_prefix(triax::str("[test rank ", mpi.world_rank(), "]"));
   triax::log::set_is_root(mpi.world_rank() == 0);
-  torch::set_num_threads(1);  // tests run many ranks on few cores
+  triax::set_compute_threads(1);  // tests run many ranks on few cores
   const int code = Catch::Session().run(argc, argv);
   // A rank that failed must fail the whole mpiexec run, even if rank 0 passed.
   int worst = code;

@@ -9,6 +9,7 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/save_policy.h"
 #include "core/bf16_matmul.h"
+#include "core/compute_threads.h"
 #include "core/error.h"
 #include "core/fault_point.h"
 #include "core/flight_recorder.h"
@@ -177,9 +178,9 @@ double Training::peak_flops() {
   double mine = 0;
   if (node_leader_) {
     const int threads = torch::get_num_threads();
-    torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    set_compute_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     mine = measure_matmul_tflops(MixedPrecision(plan_.config)) * 1e12;
-    torch::set_num_threads(threads);
+    set_compute_threads(threads);
     context_.world().barrier();
   } else {
     const WorkPtr done = context_.world().barrier_async();

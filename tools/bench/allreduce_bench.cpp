@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/compute_threads.h"
 #include "core/launch_env.h"
 #include "core/timing.h"
 #include "job/job_start.h"
@@ -148,7 +149,7 @@ Args parse_args(int argc, char** argv) {
 
 void run_bench(const Config& config, int reps, const LaunchEnv& launch,
                const std::shared_ptr<Communicator>& world) {
-  torch::set_num_threads(1);
+  set_compute_threads(1);
   const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
   // One context per dp gradient scheme: the context builds its gradient communicator once.
   ParallelContext context(world, plan.layout, local_node_key(launch.node_index),

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/compute_threads.h"
 #include "core/heap_reuse.h"
 #include "core/tensor_memory.h"
 #include "job/job_start.h"
@@ -53,7 +54,7 @@ Config bench_config(const std::vector<std::string>& overrides, int world_size) {
 void run_bench(const Config& config, const std::shared_ptr<Communicator>& world) {
   const int dp =
       world->size() / static_cast<int>(config.parallel.tensor * config.parallel.pipeline);
-  torch::set_num_threads(static_cast<int>(config.train.threads));
+  set_compute_threads(static_cast<int>(config.train.threads));
   const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
   ParallelContext context(world, plan.layout);
   const auto batch = [&](int step) { return random_token_batch(config, step); };

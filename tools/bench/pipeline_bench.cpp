@@ -19,6 +19,7 @@
 #include <thread>
 #include <tuple>
 
+#include "core/compute_threads.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/heap_reuse.h"
@@ -181,7 +182,7 @@ Config bench_config(int argc, char** argv, int* rounds) {
 
 void run_bench(const Config& config, int rounds, const std::shared_ptr<Communicator>& world) {
   const int p = world->size();
-  torch::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / p));
+  set_compute_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / p));
   const bool root = world->rank() == 0;
   if (root) {
     std::printf(

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/compute_threads.h"
 #include "core/heap_reuse.h"
 #include "core/op_profile.h"
 #include "core/timing.h"
@@ -79,7 +80,7 @@ void run_bench(const Args& args, const Config& config, const std::shared_ptr<Com
   const int steps = args.steps;
   const bool brief = args.brief;
   // Pinned, unlike `triax train`'s choice: the PyTorch twin runs the same count.
-  torch::set_num_threads(static_cast<int>(config.train.threads > 0 ? config.train.threads : 1));
+  set_compute_threads(static_cast<int>(config.train.threads > 0 ? config.train.threads : 1));
   const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
   ParallelContext context(world, plan.layout);
   Trainer trainer(plan, context);

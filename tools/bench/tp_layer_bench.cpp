@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "core/compute_threads.h"
 #include "core/heap_reuse.h"
 #include "job/job_start.h"
 #include "models/gpt.h"
@@ -24,7 +25,7 @@ void run_bench(int64_t b, int64_t s, int64_t h, int64_t heads, int64_t iters,
                const std::shared_ptr<Communicator>& world) {
   CountingCommunicator tp(*world);
   const int cores = std::max(1u, std::thread::hardware_concurrency());
-  torch::set_num_threads(std::max(1, cores / tp.size()));
+  set_compute_threads(std::max(1, cores / tp.size()));
 
   GptOptions options;
   options.hidden = h;

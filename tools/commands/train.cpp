@@ -7,6 +7,7 @@
 #include "checkpoint/location.h"
 #include "checkpoint/resume.h"
 #include "core/bf16_matmul.h"
+#include "core/compute_threads.h"
 #include "core/flight_recorder.h"
 #include "core/log.h"
 #include "core/mixed_precision.h"
@@ -62,7 +63,8 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     log::set_prefix(context.prefix());
     log::set_is_root(context.rank() == 0);
     log::info(str("launch: ", launch.describe(), ", backend ", world.backend(), ", ",
-                  torch::get_num_threads(), " compute thread(s) per rank (", threads.source, ")"));
+                  torch::get_num_threads(), " compute thread(s) per rank (", threads.source,
+                  "), BLAS ", blas_description()));
     if (threads.oversubscribed && launch.local_rank == 0) log::warn(threads.warning);
     if (MixedPrecision(config).bf16_compute()) log::info(bf16_choice().why);
     log::info(context.table() + context.dp_choice() + "\nresolved configuration:\n" +
