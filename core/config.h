@@ -135,6 +135,11 @@ struct TrainConfig {
   /// pp, schedule, recompute or ZeRO setting gives one process's bits (docs/numerics.md).
   /// Default "fast".
   Numerics numerics = Numerics::kFast;
+  /// With numerics "layout_invariant": the micro-batch size too changes no bit. Each micro-batch
+  /// runs sample by sample (its own forward, loss and backward, Note [Sample units]), and the
+  /// samples' gradients are summed in the tree over the global sample index; the schedule and
+  /// its messages stay per micro-batch. Slower (one-sample GEMMs). Default false.
+  bool micro_batch_invariant = false;
   /// Clip the global gradient norm to this value (0 = no clipping). Default 0.
   double clip_grad = 0.0;
   /// AdamW's first-moment decay. Default 0.9.

@@ -95,6 +95,9 @@ void visit_train(Config& c, ConfigVisitor& v) {
     choice_field(v, "numerics", c.train.numerics,
                  "fast, or layout_invariant = every sum of a step in one order fixed by the "
                  "global batch: any dp, pp, schedule, recompute or ZeRO gives one process's bits");
+    v.field("micro_batch_invariant", c.train.micro_batch_invariant,
+            "with numerics: layout_invariant, the micro-batch size changes no bit either "
+            "(micro-batches computed sample by sample: slower)");
     v.field("clip_grad", c.train.clip_grad, RealRule{0.0, 1e6},
             "global gradient-norm clip; 0 = off");
     v.field("beta1", c.train.beta1, RealRule{0.0, 1.0}, "AdamW first-moment decay");

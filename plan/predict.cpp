@@ -252,8 +252,19 @@ Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profi
   for (int64_t d : plan.activation_shape) activation_bytes *= static_cast<double>(d);
 
   const CoreShare share = core_share(profile, topology);
-  const ComputeTiming t =
+  ComputeTiming t =
       profile.timing(c.tp, plan.batch.micro_batch, config.train.recompute, plan.sequence_parallel);
+  if (config.train.micro_batch_invariant && plan.batch.micro_batch > 1) {
+    // Micro-batches computed sample by sample (Note [Sample units]): b one-sample passes.
+    const double b = static_cast<double>(plan.batch.micro_batch);
+    const ComputeTiming one =
+        profile.timing(c.tp, 1, config.train.recompute, plan.sequence_parallel);
+    for (auto [to, from] : {std::pair{&t.layer, &one.layer}, std::pair{&t.first, &one.first},
+                            std::pair{&t.last, &one.last}}) {
+      to->forward = b * from->forward;
+      to->backward = b * from->backward;
+    }
+  }
   const SimulationResult sim = simulate_pipeline(plan, stage_costs(plan, t, share.scale),
                                                  activation_bytes, profile, topology, share);
   out.compute = *std::max_element(sim.busy.begin(), sim.busy.end());

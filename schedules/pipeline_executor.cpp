@@ -15,11 +15,14 @@
 namespace triax {
 namespace {
 
-struct Slot {                // one (chunk, micro-batch) between its forward and its backward
-  torch::Tensor input;       // received activation (requires grad), undefined on stage 0
-  torch::Tensor output;      // forward output, or the scaled loss on the last stage
-  torch::Tensor grad;        // gradient received for `output`
-  torch::Tensor input_grad;  // the input's gradient from a split backward's I
+// One (chunk, micro-batch) between its forward and its backward, per unit (Note [Sample units]:
+// one unit unless StageFunctions::units > 1).
+struct Slot {
+  torch::Tensor received;              // the received activation, undefined on stage 0
+  std::vector<torch::Tensor> inputs;   // each unit's input (a leaf requiring grad), or undefined
+  std::vector<torch::Tensor> outputs;  // each unit's output, or its scaled loss (last stage)
+  torch::Tensor grad;                  // gradient received for the micro-batch's output
+  std::vector<torch::Tensor> input_grads;  // each unit's input gradient from a split backward's I
 };
 
 // What a flight record and a timeout call the action at stage `s`.
@@ -69,10 +72,13 @@ class StepRun {
         stage_(stage),
         rank_(pp.rank()),
         last_stage_(schedule.total_stages() - 1),
-        scale_(1.0 / schedule.microbatches),
-        losses_(static_cast<size_t>(schedule.microbatches), 0.0),
-        backwards_left_(static_cast<size_t>(schedule.chunks), schedule.microbatches),
-        weights_left_(static_cast<size_t>(schedule.chunks), schedule.microbatches) {}
+        units_(stage.units),
+        scale_(1.0 / (schedule.microbatches * stage.units)),
+        losses_(static_cast<size_t>(schedule.microbatches * stage.units), 0.0),
+        backwards_left_(static_cast<size_t>(schedule.chunks), schedule.microbatches * stage.units),
+        weights_left_(static_cast<size_t>(schedule.chunks), schedule.microbatches * stage.units) {
+    TRIAX_CHECK(units_ >= 1, "StageFunctions::units must be at least 1, not ", units_);
+  }
 
   void run(const Action& a) {
     const int s = schedule_.stage_of(rank_, a.chunk);
@@ -81,7 +87,7 @@ class StepRun {
     const flight::Label label(action_label(a.kind, s));
     switch (a.kind) {
       case ActionKind::kRecvActivation:
-        slot.input = receive(a, s, false).requires_grad_();
+        slot.received = receive(a, s, false);
         break;
       case ActionKind::kForward:
         forward(a, s, slot);
@@ -155,66 +161,105 @@ class StepRun {
     sends_.emplace_back(pp_.isend(payload, a.peer, tag), payload);
   }
 
+  int unit(const Action& a, int j) const { return a.microbatch * units_ + j; }
+
+  // Unit j's part of a micro-batch tensor (its leading dimension), or the tensor itself.
+  torch::Tensor part(const torch::Tensor& t, int j) const {
+    return units_ == 1 || !t.defined() ? t : t.narrow(0, j, 1);
+  }
+
+  // The units' tensors as the micro-batch's one message.
+  torch::Tensor joined(const std::vector<torch::Tensor>& parts) const {
+    if (parts.size() == 1) return parts.front();
+    std::vector<torch::Tensor> detached;
+    for (const auto& t : parts) detached.push_back(t.detach());
+    return torch::cat(detached, 0);
+  }
+
   void forward(const Action& a, int s, Slot& slot) {
-    torch::Tensor out = stage_.forward(a.chunk, a.microbatch, slot.input);
-    if (s == last_stage_) {
-      out = stage_.loss(a.microbatch, out);
-      const double loss = out.item<double>();
-      losses_[static_cast<size_t>(a.microbatch)] = loss;
-      loss_sum_ += loss;
-      if (!stage_.unscaled) out = out * scale_;
+    slot.inputs.assign(static_cast<size_t>(units_), torch::Tensor());
+    slot.outputs.assign(static_cast<size_t>(units_), torch::Tensor());
+    for (int j = 0; j < units_; ++j) {
+      torch::Tensor& input = slot.inputs[static_cast<size_t>(j)];
+      // Each unit's input is a leaf of its own graph: its gradient is the unit's alone.
+      if (slot.received.defined()) input = part(slot.received, j).detach().requires_grad_();
+      torch::Tensor out = stage_.forward(a.chunk, unit(a, j), input);
+      if (s == last_stage_) {
+        out = stage_.loss(unit(a, j), out);
+        const double loss = out.item<double>();
+        losses_[static_cast<size_t>(unit(a, j))] = loss;
+        loss_sum_ += loss;
+        if (!stage_.unscaled) out = out * scale_;
+      }
+      slot.outputs[static_cast<size_t>(j)] = out;
     }
-    slot.output = out;
+    slot.received = torch::Tensor();
   }
 
   void send_activation(const Action& a, int s, Slot& slot) {
     if (fault_due("skip-send")) return;  // a test's dropped message (Note [Fault injection])
-    send(a, message_tag(s + 1, a.microbatch, schedule_.microbatches, false), slot.output);
+    send(a, message_tag(s + 1, a.microbatch, schedule_.microbatches, false), joined(slot.outputs));
   }
 
-  // Before a backward action: the stage's hook, told whether it is the chunk's last of its kind.
-  void before_backward(const Action& a, std::vector<int>& left) {
+  // Before a backward action on unit `u`: the stage's hook, told whether it is the chunk's last
+  // of its kind.
+  void before_backward(const Action& a, int u, std::vector<int>& left) {
     const bool last = --left[static_cast<size_t>(a.chunk)] == 0;
-    if (stage_.before_backward) stage_.before_backward(a.chunk, a.microbatch, last);
+    if (stage_.before_backward) stage_.before_backward(a.chunk, u, last);
   }
 
   void backward(const Action& a, int s, Slot& slot) {
-    before_backward(a, backwards_left_);
-    if (s == last_stage_) {
-      slot.output.backward();
-    } else {
-      torch::autograd::backward({slot.output}, {slot.grad});
+    for (int j = 0; j < units_; ++j) {
+      before_backward(a, unit(a, j), backwards_left_);
+      torch::Tensor& output = slot.outputs[static_cast<size_t>(j)];
+      if (s == last_stage_) {
+        output.backward();
+      } else {
+        torch::autograd::backward({output}, {part(slot.grad, j)});
+      }
+      output = torch::Tensor();  // the unit's graph is freed with it
+      if (stage_.after_backward) stage_.after_backward(a.chunk, unit(a, j), /*final=*/true);
     }
-    slot.output = torch::Tensor();  // the graph is freed with it
     slot.grad = torch::Tensor();
     if (s == 0) slots_.erase({a.chunk, a.microbatch});
-    if (stage_.after_backward) stage_.after_backward(a.chunk, a.microbatch, /*final=*/true);
   }
 
   void input_gradient(const Action& a, int s, Slot& slot) {
-    before_backward(a, backwards_left_);
-    slot.input_grad = backward_input(slot.output, s == last_stage_ ? torch::Tensor() : slot.grad,
-                                     slot.input, &deferred_[{a.chunk, a.microbatch}]);
-    slot.output = torch::Tensor();  // the graph lives on in `deferred_` until W
+    slot.input_grads.assign(static_cast<size_t>(units_), torch::Tensor());
+    for (int j = 0; j < units_; ++j) {
+      before_backward(a, unit(a, j), backwards_left_);
+      torch::Tensor& output = slot.outputs[static_cast<size_t>(j)];
+      slot.input_grads[static_cast<size_t>(j)] =
+          backward_input(output, s == last_stage_ ? torch::Tensor() : part(slot.grad, j),
+                         slot.inputs[static_cast<size_t>(j)], &deferred_[{a.chunk, unit(a, j)}]);
+      output = torch::Tensor();  // the graph lives on in `deferred_` until W
+      if (stage_.after_backward) stage_.after_backward(a.chunk, unit(a, j), /*final=*/false);
+    }
     slot.grad = torch::Tensor();
     if (s == 0) slots_.erase({a.chunk, a.microbatch});
-    if (stage_.after_backward) stage_.after_backward(a.chunk, a.microbatch, /*final=*/false);
   }
 
   void weight_gradients(const Action& a) {
-    before_backward(a, weights_left_);
-    const auto it = deferred_.find({a.chunk, a.microbatch});
-    TRIAX_CHECK(it != deferred_.end(), "W of micro-batch ", a.microbatch, " before its I");
-    const std::vector<torch::Tensor> params = backward_weight(&it->second);
-    deferred_.erase(it);  // the micro-batch's graph is freed here
-    if (stage_.weights_ready) stage_.weights_ready(a.chunk, params);
-    if (stage_.after_backward) stage_.after_backward(a.chunk, a.microbatch, /*final=*/true);
+    for (int j = 0; j < units_; ++j) {
+      before_backward(a, unit(a, j), weights_left_);
+      const auto it = deferred_.find({a.chunk, unit(a, j)});
+      TRIAX_CHECK(it != deferred_.end(), "W of micro-batch ", a.microbatch, " before its I");
+      const std::vector<torch::Tensor> params = backward_weight(&it->second);
+      deferred_.erase(it);  // the unit's graph is freed here
+      if (stage_.weights_ready) stage_.weights_ready(a.chunk, params);
+      if (stage_.after_backward) stage_.after_backward(a.chunk, unit(a, j), /*final=*/true);
+    }
   }
 
   void send_grad(const Action& a, int s, Slot& slot) {
     if (!fault_due("skip-send")) {  // a test's dropped message (Note [Fault injection])
-      const torch::Tensor grad = slot.input_grad.defined() ? slot.input_grad : slot.input.grad();
-      send(a, message_tag(s - 1, a.microbatch, schedule_.microbatches, true), grad);
+      std::vector<torch::Tensor> grads;
+      for (int j = 0; j < units_; ++j) {
+        const torch::Tensor& split =
+            slot.input_grads.empty() ? torch::Tensor() : slot.input_grads[static_cast<size_t>(j)];
+        grads.push_back(split.defined() ? split : slot.inputs[static_cast<size_t>(j)].grad());
+      }
+      send(a, message_tag(s - 1, a.microbatch, schedule_.microbatches, true), joined(grads));
     }
     slots_.erase({a.chunk, a.microbatch});
   }
@@ -226,17 +271,18 @@ class StepRun {
   const StageFunctions& stage_;
   const int rank_;
   const int last_stage_;
-  const double scale_;  // each micro-batch's loss weight: 1/m
+  const int units_;     // per micro-batch (Note [Sample units])
+  const double scale_;  // each unit's loss weight: 1/(m units)
   std::map<std::pair<int, int>, Slot> slots_;
   std::vector<std::pair<WorkPtr, torch::Tensor>> sends_;  // kept alive until the step ends
   double loss_sum_ = 0;
-  std::vector<double> losses_;  // each micro-batch's, on the last stage's rank
+  std::vector<double> losses_;  // each unit's, on the last stage's rank
   int live_ = 0;
   int peak_live_ = 0;
-  // Per chunk, the B (or I) and the W passes still to run in this step.
+  // Per chunk, the B (or I) and the W passes still to run in this step, in units.
   std::vector<int> backwards_left_;
   std::vector<int> weights_left_;
-  std::map<std::pair<int, int>, DeferredWeights> deferred_;  // what each I left for its W
+  std::map<std::pair<int, int>, DeferredWeights> deferred_;  // (chunk, unit): what I left for W
   std::map<int, torch::Tensor> local_;  // messages between two stages on this rank, by tag
 };
 

@@ -14,6 +14,17 @@
 // stages on this rank (ZB-V's turn at the V's bottom) is handed over without communication. The
 // loss of each micro-batch is scaled by 1/m, so the accumulated gradients are those of the mean
 // loss over the whole batch; the mean loss is returned on every pipeline rank.
+//
+// Note [Sample units]
+// A micro-batch's weight gradient is one GEMM over its b x s tokens, whose association the BLAS
+// picks by b: the same global batch cut into micro-batches of 2 or of 4 gives gradients that
+// differ in the last bits. With StageFunctions::units = b each scheduled micro-batch runs as b
+// units of one sample: b forwards of [1, ...] slices of the received activation (each its own
+// autograd leaf), b losses, b backward passes (B, or I and W), each unit's gradients handed to
+// the caller's hooks on their own, so the caller can add them in a tree over the global sample
+// index (parallel/dp/microbatch_tree.h). Pipeline messages stay one per micro-batch (the units'
+// outputs and input gradients concatenated): the schedule, its bubble and its p2p count are the
+// micro-batch's; only the compute runs at one sample, and gives one sample's bits whatever b.
 #pragma once
 
 #include <torch/torch.h>
@@ -44,6 +55,11 @@ struct StageFunctions {
   /// Backpropagate each micro-batch's loss unscaled (the gradients are then the sum over
   /// micro-batches, and the caller divides once) instead of scaled by 1/m.
   bool unscaled = false;
+  /// Units per micro-batch (Note [Sample units]): > 1 runs each scheduled micro-batch as this
+  /// many units of its leading dimension, each with its own forward, loss and backward; the
+  /// functions above then see unit indices (micro-batch i's units are i*units ... i*units +
+  /// units - 1) and one-unit inputs, and the losses are per unit.
+  int units = 1;
 };
 
 /// One action as it ran: what, and its start and end in microseconds since the step began.
@@ -70,7 +86,8 @@ class PipelineExecutor {
   /// Record each action's timing in the next runs (for traces).
   void set_tracing(bool on) { tracing_ = on; }
   bool tracing() const { return tracing_; }
-  /// The last run's loss of each micro-batch, by index, on every pipeline rank.
+  /// The last run's loss of each micro-batch (each unit, with StageFunctions::units > 1), by
+  /// index, on every pipeline rank.
   const std::vector<double>& microbatch_losses() const { return losses_; }
   /// The last run's actions, in order (empty unless tracing).
   const std::vector<TraceEvent>& trace() const { return trace_; }

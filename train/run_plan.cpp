@@ -207,9 +207,30 @@ void check_reduce_dtype(const Config& config) {
 // a bf16 wire rounds only where there is a wire (dp > 1), and dropout draws each rank's masks from
 // its own stream in its own order: both would make the bits depend on the layout.
 void check_numerics(const Config& config, const BatchPlan& batch) {
+  if (config.train.micro_batch_invariant && config.train.numerics != Numerics::kLayoutInvariant) {
+    throw ConfigError(
+        str("train.micro_batch_invariant: true sums each sample's gradients in the "
+            "tree of layout-invariant numerics, but train.numerics is ",
+            config.train.numerics,
+            " (set train.numerics: layout_invariant, or "
+            "train.micro_batch_invariant: false)"));
+  }
   if (config.train.numerics != Numerics::kLayoutInvariant) return;
+  const int64_t samples = batch.local_batch;
+  if (config.train.micro_batch_invariant && batch.dp > 1 && (samples & (samples - 1)) != 0) {
+    std::vector<std::string> valid;
+    for (int64_t per_rank = 1; per_rank * batch.dp <= 4 * batch.global_batch; per_rank *= 2) {
+      if (4 * per_rank * batch.dp >= batch.global_batch) valid.push_back(str(per_rank * batch.dp));
+    }
+    throw ConfigError(str("train.global_batch: ", batch.global_batch, " gives ", samples,
+                          " samples per rank (dp ", batch.dp,
+                          "); train.micro_batch_invariant at dp > 1 needs a power-of-two count "
+                          "per rank (each rank's samples are a subtree of the global batch's "
+                          "tree); valid: ",
+                          join(valid, ", "), ", or train.micro_batch_invariant: false"));
+  }
   const int64_t m = batch.num_microbatches;
-  if (batch.dp > 1 && (m & (m - 1)) != 0) {
+  if (!config.train.micro_batch_invariant && batch.dp > 1 && (m & (m - 1)) != 0) {
     std::vector<std::string> valid;
     for (int64_t b = 1; b <= batch.local_batch; ++b) {
       const int64_t count = batch.local_batch / b;
@@ -315,9 +336,11 @@ std::string RunPlan::numerics_guarantee() const {
   }
   return str(
       "numerics: layout_invariant (losses, gradient norms and parameters bit-identical to "
-      "one process at any dp, pipeline depth, schedule, recompute and ZeRO-1, with micro-"
-      "batches of ",
-      batch.micro_batch, " and the same threads per rank",
+      "one process at any dp, pipeline depth, schedule, recompute and ZeRO-1, ",
+      config.train.micro_batch_invariant
+          ? "and any micro-batch size (computed sample by sample: train.micro_batch_invariant)"
+          : str("with micro-batches of ", batch.micro_batch),
+      ", with the same threads per rank",
       layout.tp_size() > 1 ? "; not across tensor-parallel sizes: tp splits the matmuls' sums" : "",
       ": docs/numerics.md)");
 }

@@ -38,7 +38,10 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
   double counted_parameters = 0;
   // The tree's dp levels need the flat group: a hierarchical one associates by node.
   Communicator& dp = invariant() ? context_.dp() : context_.dp_gradients();
-  const int tree_leaves = invariant() ? static_cast<int>(plan_.num_microbatches) : 0;
+  // The tree's leaves: micro-batches, or samples under train.micro_batch_invariant.
+  const int tree_leaves =
+      !invariant() ? 0
+                   : static_cast<int>(sample_units() ? plan_.local_batch : plan_.num_microbatches);
   // Without split backward passes autograd may add a micro-batch pair in the buckets itself.
   bool split = false;
   for (const Action& a : schedule_.ranks[static_cast<size_t>(context_.pp_rank())]) {
@@ -141,9 +144,12 @@ double Trainer::step(const Batch& global) {
 StageFunctions Trainer::stage_functions(const Batch& local, int microbatches, bool evaluating) {
   TRIAX_CHECK(microbatches > 0 && local.size() % microbatches == 0, "a batch of ", local.size(),
               " samples does not split into ", microbatches, " micro-batches");
-  // Micro-batch i is rows [i*mb, (i+1)*mb).
-  const int64_t mb = local.size() / microbatches;
+  // Each micro-batch runs as `units` units (one, or each sample under train.micro_batch_invariant:
+  // Note [Sample units]); the functions below see unit i, rows [i*mb, (i+1)*mb).
+  const int64_t rows = local.size() / microbatches;
   StageFunctions stage;
+  stage.units = sample_units() ? static_cast<int>(rows) : 1;
+  const int64_t mb = rows / stage.units;
   const MixedPrecision precision(config_);
   stage.forward = [this, local, mb, precision](int chunk, int i, const torch::Tensor& input) {
     const auto scope = precision.compute_scope();

@@ -124,6 +124,9 @@ class Trainer {
   double evaluate_mean(const Batch& local, int microbatches);
   /// train.numerics: layout_invariant (docs/numerics.md).
   bool invariant() const { return config_.train.numerics == Numerics::kLayoutInvariant; }
+  /// train.micro_batch_invariant: micro-batches run sample by sample, the samples the tree's
+  /// leaves (Note [Sample units]).
+  bool sample_units() const { return invariant() && config_.train.micro_batch_invariant; }
   /// The last step's loss over the global batch in layout-invariant order (collective over dp).
   double global_mean_loss();
 

@@ -194,6 +194,7 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
                                 "    precision: \"fp32\"\n",
                                 "    bf16_matmul: \"auto\"\n",
                                 "    numerics: \"fast\"\n",
+                                "    micro_batch_invariant: false\n",
                                 "    reduce_dtype: \"fp32\"\n",
                                 "    shard: \"none\"\n",
                                 "    heartbeat_s: 15\n",

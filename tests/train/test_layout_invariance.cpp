@@ -298,6 +298,75 @@ TEST_CASE("layout-invariant numerics: every dp, pp, schedule, recompute and ZeRO
   }
 }
 
+namespace {
+
+// train.micro_batch_invariant (Note [Sample units]): the same global batch cut into micro-batches
+// of 1, 2 or 4 samples, on every dp and pp of the launch and the pipeline schedules, gives one
+// process's bits (one process at micro-batch 1 the reference); and the mode with micro-batches of
+// one sample is the plain layout-invariant run (a unit is then the micro-batch).
+void check_micro_batch_sizes(ConfigOf family, Precision precision, const char* label) {
+  std::shared_ptr<Communicator> world = triax::testing::test_world();
+  const int n = world->size();
+  std::shared_ptr<Communicator> single = MpiCommunicator::self();
+  ParallelContext single_context(single, ParallelLayout::create(1, 1, 1));
+  const auto sized = [&](int pp, const Variant& v, int64_t micro_batch, bool per_sample) {
+    Config c = invariant(family, precision, n, 1, pp, v);
+    c.train.micro_batch = micro_batch;
+    c.train.micro_batch_invariant = per_sample;
+    return c;
+  };
+  const Run want = train(single_context, sized(1, Variant{"1f1b"}, 1, true));
+  {
+    const Run plain = train(single_context, sized(1, Variant{"1f1b"}, 1, false));
+    INFO(label << ": layout_invariant at micro-batch 1 against micro_batch_invariant");
+    CHECK(bitwise_difference(plain, want).empty());
+    // Without the mode, a micro-batch of 4 sums its samples inside one GEMM (printed, not judged:
+    // it shows what the mode changes on this BLAS).
+    const Run batched = train(single_context, sized(1, Variant{"1f1b"}, 4, false));
+    if (world->rank() == 0) {
+      const std::string d = bitwise_difference(batched, want);
+      std::printf("[invariance] %s one process, micro-batch 4 without micro_batch_invariant: %s\n",
+                  label, d.empty() ? "bitwise (this BLAS)" : ("differs: " + d).c_str());
+    }
+  }
+  for (int pp = 1; pp <= std::min(n, 2); ++pp) {
+    if (n % pp != 0) continue;
+    const int dp = n / pp;
+    const std::vector<Variant> schedules =
+        pp == 1 ? std::vector<Variant>{{"1f1b"}}
+                : std::vector<Variant>{{"1f1b"}, {"zbv", 2}, {"interleaved", 2}};
+    for (const Variant& v : schedules) {
+      for (int64_t micro_batch : {1, 2, 4}) {
+        const Config config = sized(pp, v, micro_batch, true);
+        if (config.train.global_batch / dp % micro_batch != 0) continue;
+        INFO(label << " dp=" << dp << " pp=" << pp << " " << v.name() << " micro-batch "
+                   << micro_batch);
+        ParallelContext context(world, ParallelLayout::from_config(config.parallel, n));
+        const Run got = train(context, config);
+        const std::string difference = bitwise_difference(got, want);
+        torch::Tensor any = torch::tensor({difference.empty() ? 0 : 1}, torch::kInt);
+        world->all_reduce(any, ReduceOp::kMax);
+        if (world->rank() == 0) {
+          std::printf("[invariance] %s dp=%d pp=%d %-14s micro-batch %lld: %s\n", label, dp, pp,
+                      v.name().c_str(), static_cast<long long>(micro_batch),
+                      any.item<int>() == 0 ? "bitwise" : "DIFFERS");
+        }
+        INFO(difference);
+        CHECK(difference.empty());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("micro-batch-invariant numerics: micro-batch sizes 1, 2 and 4 bitwise on every layout",
+          "[mpi][invariance]") {
+  const int n = triax::testing::test_world()->size();
+  check_micro_batch_sizes(testing::tiny_gpt_config, Precision::kFp32, "gpt fp32");
+  if (n <= 2) check_micro_batch_sizes(testing::tiny_llama_config, Precision::kBf16, "llama bf16");
+}
+
 // Resuming at another dp continues bit for bit: 5 steps at dp = n (ZeRO-1 too), the state handed
 // over by checkpoint name (as a checkpoint holds it) to one process, 5 more steps there, equal to
 // 10 steps on one process.

@@ -146,6 +146,20 @@ TEST_CASE(
   Config unbucketed = c;
   unbucketed.ddp.bucketed = false;
   CHECK_THROWS_WITH(plan_run(unbucketed, 2, DataCheck::kSkip), Contains("ddp.bucketed is false"));
+  Config per_sample = c;  // dp 2: 6 samples per rank, not a power of two
+  per_sample.train.micro_batch_invariant = true;
+  CHECK_THROWS_WITH(plan_run(per_sample, 2, DataCheck::kSkip),
+                    Contains("train.global_batch: 12 gives 6 samples per rank (dp 2)") &&
+                        Contains("valid: 4, 8, 16, 32"));
+  per_sample.train.global_batch = 16;
+  per_sample.train.micro_batch = 4;
+  CHECK_THAT(plan_run(per_sample, 2, DataCheck::kSkip).numerics_guarantee(),
+             Contains("and any micro-batch size"));
   c.train.numerics = Numerics::kFast;
   CHECK_THAT(plan_run(c, 2, DataCheck::kSkip).numerics_guarantee(), Contains("numerics: fast"));
+  per_sample.train.numerics = Numerics::kFast;
+  CHECK_THROWS_WITH(plan_run(per_sample, 2, DataCheck::kSkip),
+                    Contains("train.micro_batch_invariant: true") &&
+                        Contains("train.numerics is fast") &&
+                        Contains("set train.numerics: layout_invariant"));
 }
