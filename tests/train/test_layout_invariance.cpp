@@ -316,7 +316,7 @@ void check_micro_batch_sizes(ConfigOf family, Precision precision, const char* l
     return c;
   };
   const Run want = train(single_context, sized(1, Variant{"1f1b"}, 1, true));
-  {
+  if (n == 1) {  // one process's own checks, once
     const Run plain = train(single_context, sized(1, Variant{"1f1b"}, 1, false));
     INFO(label << ": layout_invariant at micro-batch 1 against micro_batch_invariant");
     CHECK(bitwise_difference(plain, want).empty());
@@ -332,8 +332,10 @@ void check_micro_batch_sizes(ConfigOf family, Precision precision, const char* l
   for (int pp = 1; pp <= std::min(n, 2); ++pp) {
     if (n % pp != 0) continue;
     const int dp = n / pp;
+    // 8 oversubscribed ranks (where a row costs most): ZB-V alone at pp 2.
     const std::vector<Variant> schedules =
         pp == 1 ? std::vector<Variant>{{"1f1b"}}
+        : n > 4 ? std::vector<Variant>{{"zbv", 2}}
                 : std::vector<Variant>{{"1f1b"}, {"zbv", 2}, {"interleaved", 2}};
     for (const Variant& v : schedules) {
       for (int64_t micro_batch : {1, 2, 4}) {
