@@ -1,5 +1,6 @@
 #include "core/compute_threads.h"
 
+#include <ATen/Context.h>
 #include <dlfcn.h>
 #include <torch/torch.h>
 
@@ -25,7 +26,11 @@ void set_compute_threads(int threads) {
 std::string blas_description() {
   const auto config = openblas<char* (*)()>("openblas_get_config");
   const auto parallel = openblas<int (*)()>("openblas_get_parallel");
-  if (config == nullptr) return "not OpenBLAS (LibTorch's matmuls may be ~15x slower)";
+  if (config == nullptr) {
+    // PyTorch's own LibTorch builds link MKL; Debian's calls libblas.so.3, which without OpenBLAS
+    // is the reference BLAS.
+    return at::hasMKL() ? "MKL" : "not OpenBLAS (the reference BLAS is ~15x slower)";
+  }
   const int mode = parallel != nullptr ? parallel() : -1;
   const char* kind = mode == 0 ? "sequential" : mode == 1 ? "pthreads" : mode == 2 ? "OpenMP" : "?";
   return str(config(), " (", kind, ")");

@@ -18,7 +18,7 @@ namespace triax {
 void set_compute_threads(int threads);
 
 /// The BLAS LibTorch's matmuls run on, for the start-up line: "OpenBLAS 0.3.21 ... (pthreads)",
-/// or "not OpenBLAS" when the process has no OpenBLAS (the reference BLAS is ~15x slower).
+/// "MKL", or "not OpenBLAS" (the reference BLAS is ~15x slower).
 std::string blas_description();
 
 }  // namespace triax

@@ -117,7 +117,7 @@ class StepRun {
   }
 
   /// Completes the sends, and returns the mean loss on every pipeline rank; `losses` gets each
-  /// micro-batch's.
+  /// unit's (each micro-batch's when units = 1).
   double finish(std::vector<double>* losses) {
     flight::set_microbatch(-1);
     const flight::Label label("pipeline sends of the step");
@@ -199,6 +199,8 @@ class StepRun {
   void send_activation(const Action& a, int s, Slot& slot) {
     if (fault_due("skip-send")) return;  // a test's dropped message (Note [Fault injection])
     send(a, message_tag(s + 1, a.microbatch, schedule_.microbatches, false), joined(slot.outputs));
+    // Forward only (evaluation): no backward will read the outputs, the message holds them.
+    if (!torch::GradMode::is_enabled()) slot.outputs.clear();
   }
 
   // Before a backward action on unit `u`: the stage's hook, told whether it is the chunk's last

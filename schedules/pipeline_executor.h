@@ -12,8 +12,9 @@
 // Each micro-batch's input and output are kept from its forward until its backward (B, or W
 // after a split backward: W needs the graph I kept), then released. A message between two
 // stages on this rank (ZB-V's turn at the V's bottom) is handed over without communication. The
-// loss of each micro-batch is scaled by 1/m, so the accumulated gradients are those of the mean
-// loss over the whole batch; the mean loss is returned on every pipeline rank.
+// loss of each micro-batch (each unit, below) is scaled by 1/m (1/(m units)), so the accumulated
+// gradients are those of the mean loss over the whole batch, unless the caller sums unscaled;
+// the mean loss is returned on every pipeline rank.
 //
 // Note [Sample units]
 // A micro-batch's weight gradient is one GEMM over its b x s tokens, whose association the BLAS

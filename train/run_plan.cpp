@@ -218,16 +218,23 @@ void check_numerics(const Config& config, const BatchPlan& batch) {
   if (config.train.numerics != Numerics::kLayoutInvariant) return;
   const int64_t samples = batch.local_batch;
   if (config.train.micro_batch_invariant && batch.dp > 1 && (samples & (samples - 1)) != 0) {
+    // Global batches near this one that give a power of two per rank in whole micro-batches.
     std::vector<std::string> valid;
     for (int64_t per_rank = 1; per_rank * batch.dp <= 4 * batch.global_batch; per_rank *= 2) {
-      if (4 * per_rank * batch.dp >= batch.global_batch) valid.push_back(str(per_rank * batch.dp));
+      if (4 * per_rank * batch.dp >= batch.global_batch && per_rank % batch.micro_batch == 0) {
+        valid.push_back(str(per_rank * batch.dp));
+      }
     }
+    const std::string fix = valid.empty()
+                                ? str("none with train.micro_batch: ", batch.micro_batch,
+                                      " (a power of two per rank needs a power-of-two micro-batch)")
+                                : join(valid, ", ");
     throw ConfigError(str("train.global_batch: ", batch.global_batch, " gives ", samples,
                           " samples per rank (dp ", batch.dp,
                           "); train.micro_batch_invariant at dp > 1 needs a power-of-two count "
                           "per rank (each rank's samples are a subtree of the global batch's "
-                          "tree); valid: ",
-                          join(valid, ", "), ", or train.micro_batch_invariant: false"));
+                          "tree); valid train.global_batch: ",
+                          fix, "; or train.micro_batch_invariant: false"));
   }
   const int64_t m = batch.num_microbatches;
   if (!config.train.micro_batch_invariant && batch.dp > 1 && (m & (m - 1)) != 0) {
@@ -336,11 +343,11 @@ std::string RunPlan::numerics_guarantee() const {
   }
   return str(
       "numerics: layout_invariant (losses, gradient norms and parameters bit-identical to "
-      "one process at any dp, pipeline depth, schedule, recompute and ZeRO-1, ",
+      "one process at any dp, pipeline depth, schedule, recompute and ZeRO-1",
       config.train.micro_batch_invariant
-          ? "and any micro-batch size (computed sample by sample: train.micro_batch_invariant)"
-          : str("with micro-batches of ", batch.micro_batch),
-      ", with the same threads per rank",
+          ? ", and at any micro-batch size (computed sample by sample: "
+            "train.micro_batch_invariant), with the same threads per rank"
+          : str(" with micro-batches of ", batch.micro_batch, " and the same threads per rank"),
       layout.tp_size() > 1 ? "; not across tensor-parallel sizes: tp splits the matmuls' sums" : "",
       ": docs/numerics.md)");
 }

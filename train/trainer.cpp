@@ -190,9 +190,10 @@ EvalMean Trainer::evaluation_mean(const std::vector<EvalSum>& parts, bool in_blo
     context_.dp().all_reduce(total, ReduceOp::kSum);
     return EvalMean{total[0].item<double>() / total[1].item<double>(), total[1].item<double>()};
   }
-  // Equal micro-batches everywhere (m per part on every rank), so the mean of their metrics is
-  // the mean over samples. One gather of every part's metrics, [rank][part][micro-batch], read
-  // out in global order [part][rank][micro-batch].
+  // Equal micro-batches everywhere (m per part on every rank; under train.micro_batch_invariant
+  // the entries are samples), so the mean of their metrics is the mean over samples. One gather
+  // of every part's metrics, [rank][part][micro-batch], read out in global order
+  // [part][rank][micro-batch].
   std::vector<double> mine;
   double samples = 0;  // this rank's: the same on every rank (equal blocks)
   for (const EvalSum& part : parts) {
@@ -310,8 +311,9 @@ int64_t Trainer::peak_gradient_bytes() const {
 }
 
 double Trainer::global_mean_loss() {
-  // Every micro-batch's loss on every rank, in global order (block deal: rank r holds
-  // [r m, (r + 1) m)), then the tree over them and one division.
+  // Every micro-batch's (or, under train.micro_batch_invariant, every sample's) loss on every
+  // rank, in global order (block deal: rank r holds [r m, (r + 1) m)), then the tree over them
+  // and one division.
   const std::vector<double>& mine = executor_->microbatch_losses();
   const int64_t m = static_cast<int64_t>(mine.size());
   torch::Tensor all = torch::empty({m * context_.dp_size()}, torch::kDouble);

@@ -56,7 +56,8 @@ struct StepPhases {
 struct EvalSum {
   double sum = 0;
   double samples = 0;
-  std::vector<double> microbatches;
+  std::vector<double>
+      microbatches;  ///< each micro-batch's metric (each sample's: Note [Sample units])
 };
 
 /// One evaluation over every rank: the metric's mean and the samples it covers.
@@ -83,8 +84,9 @@ class Trainer {
   double evaluate_local(const Batch& local);
   /// The mean over every rank's parts of one evaluation (a collective over dp). `in_blocks`: each
   /// rank's part k is its contiguous block of evaluation batch k, in equal micro-batches on every
-  /// rank; then layout-invariant numerics sum every micro-batch's metric in global order (batch,
-  /// rank, micro-batch) by the tree and divide once, so the figure does not depend on dp or pp.
+  /// rank; then layout-invariant numerics sum every micro-batch's (or sample's, under
+  /// train.micro_batch_invariant) metric in global order (batch, rank, micro-batch) by the tree
+  /// and divide once, so the figure does not depend on dp or pp.
   /// Otherwise the parts' sums are added and all-reduced.
   EvalMean evaluation_mean(const std::vector<EvalSum>& parts, bool in_blocks);
   /// The learning rate of the following steps (the LR schedule's value).

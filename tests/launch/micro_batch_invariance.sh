@@ -24,7 +24,7 @@ run() {  # NAME MICRO_BATCH PER_SAMPLE [--set ...]
 run one 1 true "$@"
 run four 4 true "$@"
 run four_batched 4 false "$@"
-losses() { grep -oE '"(loss|grad_norm)": [^,}]*' "$WORK/$1/metrics.jsonl"; }
+losses() { grep -oE '"(loss|grad_norm|val_loss)": [^,}]*' "$WORK/$1/metrics.jsonl"; }
 same_tensors() {  # A B: every tensor file of step 8's checkpoint equal byte for byte
   local f
   for f in "$WORK/$1"/checkpoints/step_00000008/*.safetensors; do
@@ -33,6 +33,7 @@ same_tensors() {  # A B: every tensor file of step 8's checkpoint equal byte for
 }
 ls "$WORK"/one/checkpoints/step_00000008/*.safetensors >/dev/null
 same_tensors one four || { echo "FAIL: micro-batches of 1 and 4 gave different checkpoints"; exit 1; }
+grep -q val_loss "$WORK/one/metrics.jsonl" || { echo "FAIL: no evaluation logged"; exit 1; }
 [ "$(losses one)" = "$(losses four)" ] || { echo "FAIL: the logged losses differ"; exit 1; }
 echo "micro-batches of 1 and 4 with train.micro_batch_invariant: checkpoints equal byte for byte ($(losses four | tail -2 | tr '\n' ' '))"
 if same_tensors one four_batched; then

@@ -150,11 +150,14 @@ TEST_CASE(
   per_sample.train.micro_batch_invariant = true;
   CHECK_THROWS_WITH(plan_run(per_sample, 2, DataCheck::kSkip),
                     Contains("train.global_batch: 12 gives 6 samples per rank (dp 2)") &&
-                        Contains("valid: 4, 8, 16, 32"));
+                        Contains("valid train.global_batch: none with train.micro_batch: 3"));
+  per_sample.train.micro_batch = 2;
+  CHECK_THROWS_WITH(plan_run(per_sample, 2, DataCheck::kSkip),
+                    Contains("valid train.global_batch: 4, 8, 16, 32"));
   per_sample.train.global_batch = 16;
   per_sample.train.micro_batch = 4;
   CHECK_THAT(plan_run(per_sample, 2, DataCheck::kSkip).numerics_guarantee(),
-             Contains("and any micro-batch size"));
+             Contains("and at any micro-batch size"));
   c.train.numerics = Numerics::kFast;
   CHECK_THAT(plan_run(c, 2, DataCheck::kSkip).numerics_guarantee(), Contains("numerics: fast"));
   per_sample.train.numerics = Numerics::kFast;
