@@ -255,11 +255,10 @@ class StepRun {
 
   void send_grad(const Action& a, int s, Slot& slot) {
     if (!fault_due("skip-send")) {  // a test's dropped message (Note [Fault injection])
-      std::vector<torch::Tensor> grads;
-      for (int j = 0; j < units_; ++j) {
-        const torch::Tensor& split =
-            slot.input_grads.empty() ? torch::Tensor() : slot.input_grads[static_cast<size_t>(j)];
-        grads.push_back(split.defined() ? split : slot.inputs[static_cast<size_t>(j)].grad());
+      // From a split backward's I, else what B left in the inputs' .grad.
+      std::vector<torch::Tensor> grads = slot.input_grads;
+      if (grads.empty()) {
+        for (const auto& input : slot.inputs) grads.push_back(input.grad());
       }
       send(a, message_tag(s - 1, a.microbatch, schedule_.microbatches, true), joined(grads));
     }

@@ -496,3 +496,22 @@ TEST_CASE("the Llama plans too, with its kv heads' rule", "[planner]") {
   request.world = 4;
   CHECK_FALSE(plan_layouts(c, request, nominal_profile(c)).rows.empty());
 }
+
+TEST_CASE("train.micro_batch_invariant: a micro-batch is timed as its one-sample passes",
+          "[planner]") {
+  Config base = tiny();
+  base.train.numerics = Numerics::kLayoutInvariant;
+  Profile profile = made_up(base);
+  // Micro-batches of 4 measured at twice one sample's time (batching pays), not four times.
+  for (ComputeTiming t : std::vector<ComputeTiming>(profile.compute)) {
+    t.micro_batch = 4;
+    t.layer = {2 * t.layer.forward, 2 * t.layer.backward};
+    profile.compute.push_back(t);
+  }
+  const Candidate k = find(enumerate_candidates(base, 1, 1), "dp1 tp1 pp1 b4x4 none");
+  const Prediction batched = predicted(base, k, profile, 1);
+  base.train.micro_batch_invariant = true;
+  const Prediction per_sample = predicted(base, k, profile, 1);
+  CHECK(batched.compute > 0);
+  CHECK(per_sample.compute == Approx(2 * batched.compute).epsilon(1e-9));
+}
