@@ -18,6 +18,7 @@
 
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/tp/shard_spec.h"
+#include "support/root_reference.h"
 #include "support/test_world.h"
 #include "support/tiny_gpt.h"
 #include "support/tiny_llama.h"
@@ -98,15 +99,24 @@ void check_every_layout(ConfigOf tiny_config, const char* family, Tolerance tol 
                         Schedules which = Schedules::kAll) {
   std::shared_ptr<Communicator> world = triax::testing::test_world();
   const int n = world->size();
-  // The 1-process reference, on every rank.
+  // The 1-process reference, trained on rank 0 and broadcast (testing::computed_on).
   const Config reference_config = tiny_config(1, 1, "1f1b", 1);
   std::shared_ptr<Communicator> single = MpiCommunicator::self();
   ParallelContext single_context(single, ParallelLayout::create(1, 1, 1));
-  Trainer reference(testing::plan_for(reference_config, single_context), single_context);
-  const Result expected = train(reference, reference_config);
+  testing::TensorMap expected_params = testing::computed_on(*world, 0, [&] {
+    Trainer reference(testing::plan_for(reference_config, single_context), single_context);
+    const Result r = train(reference, reference_config);
+    testing::TensorMap out{{"losses", testing::doubles(r.losses)},
+                           {"norms", testing::doubles(r.norms)}};
+    for (const auto& item : reference.chunks().front()->module().named_parameters()) {
+      out.emplace(item.key(), item.value().detach().clone());
+    }
+    return out;
+  });
+  const Result expected{testing::doubles(expected_params.at("losses")),
+                        testing::doubles(expected_params.at("norms"))};
   CHECK(expected.losses.back() < expected.losses.front() - 0.1);     // it learns
   CHECK(expected.norms.front() > reference_config.train.clip_grad);  // clipping is active
-  const auto expected_params = reference.chunks().front()->module().named_parameters();
 
   for (int tp : {1, 2}) {
     for (int pp : {1, 2}) {
@@ -154,11 +164,12 @@ void check_every_layout(ConfigOf tiny_config, const char* family, Tolerance tol 
         for (auto& chunk : trainer.chunks()) {
           const auto specs = collect_shard_specs(chunk->module());
           for (const auto& item : chunk->module().named_parameters()) {
-            const torch::Tensor* full = expected_params.find(item.key());
-            REQUIRE(full != nullptr);
+            const auto full = expected_params.find(item.key());
+            REQUIRE(full != expected_params.end());
             const auto spec = specs.find(item.key());
-            const torch::Tensor want =
-                spec == specs.end() ? *full : shard_of(*full, spec->second, context.tp_rank(), tp);
+            const torch::Tensor want = spec == specs.end() ? full->second
+                                                           : shard_of(full->second, spec->second,
+                                                                      context.tp_rank(), tp);
             param_diff = std::max(param_diff, (item.value() - want).abs().max().item<double>());
           }
         }
