@@ -38,9 +38,8 @@ TensorMap computed_on(Communicator& world, int root, const std::function<TensorM
   wait_sleeping(*world.broadcast_async(size, root));
   const int64_t n = size.item<int64_t>();
   if (n < 0) {
-    throw std::runtime_error(world.rank() == root
-                                 ? failure
-                                 : "the reference failed on rank " + std::to_string(root));
+    throw std::runtime_error(
+        world.rank() == root ? failure : "the reference failed on rank " + std::to_string(root));
   }
   torch::Tensor buffer = world.rank() == root
                              ? torch::from_blob(bytes.data(), {n}, torch::kUInt8).clone()

@@ -167,9 +167,9 @@ void check_every_layout(ConfigOf tiny_config, const char* family, Tolerance tol 
             const auto full = expected_params.find(item.key());
             REQUIRE(full != expected_params.end());
             const auto spec = specs.find(item.key());
-            const torch::Tensor want = spec == specs.end() ? full->second
-                                                           : shard_of(full->second, spec->second,
-                                                                      context.tp_rank(), tp);
+            const torch::Tensor want =
+                spec == specs.end() ? full->second
+                                    : shard_of(full->second, spec->second, context.tp_rank(), tp);
             param_diff = std::max(param_diff, (item.value() - want).abs().max().item<double>());
           }
         }

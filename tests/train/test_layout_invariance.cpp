@@ -15,7 +15,8 @@
 // 20 steps; the last steps' small gradients, global batch 16), against 6.5e-2 with AVX512-BF16's
 // native kernel, which a CPU without it refuses (the bound was 1e-1 when it was measured there).
 // Between themselves, the tp = 2 rows of one launch are bitwise equal: every dp, pp, schedule,
-// recompute and ZeRO-1 at tp = 2 gives the same bits.
+// recompute and ZeRO-1 at tp = 2 gives the same bits; so do the rows with sequence parallelism
+// among themselves (bounded like the others against one process).
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -51,9 +52,11 @@ struct Variant {
   int chunks = 1;
   Recompute recompute = Recompute::kNone;
   ShardLevel shard = ShardLevel::kNone;  // ddp.shard (ZeRO-2 here reduces as ZeRO-1: the tree)
-  int shard_group = 0;  // when sharded: hybrid sharding over groups of this many dp ranks
+  int shard_group = 0;    // when sharded: hybrid sharding over groups of this many dp ranks
+  bool sequence = false;  // parallel.sequence (tp > 1)
   std::string name() const {
     std::string text = schedule;
+    if (sequence) text += "+sp";
     if (recompute != Recompute::kNone) text += str("+recompute ", recompute);
     if (shard == ShardLevel::kOptimizer) text += "+zero1";
     if (shard == ShardLevel::kGradients) text += "+zero2";
@@ -88,6 +91,7 @@ Config invariant(ConfigOf family, Precision precision, int ranks, int tp, int pp
   c.train.recompute = v.recompute;
   c.ddp.shard = v.shard;
   c.optimizer.shard_group = v.shard_group;
+  c.parallel.sequence = v.sequence;
   return c;
 }
 
@@ -153,8 +157,7 @@ Run unpacked(const testing::TensorMap& m) {
 
 // Trained on rank 0 only, the same bits on every rank.
 Run reference_run(Communicator& world, ParallelContext& single_context, const Config& c) {
-  return unpacked(
-      testing::computed_on(world, 0, [&] { return packed(train(single_context, c)); }));
+  return unpacked(testing::computed_on(world, 0, [&] { return packed(train(single_context, c)); }));
 }
 
 // The first difference from the reference, or "" when every bit matches.
@@ -209,7 +212,10 @@ std::array<double, 3> tp_difference(const Run& got, const Run& want,
 // of 2).
 std::vector<Variant> variants(int dp, int pp, int tp, bool light) {
   if (tp > 1) {
-    if (pp == 1) return {{"1f1b"}, {"1f1b", 1, Recompute::kFull, ShardLevel::kOptimizer}};
+    // Sequence parallelism (the norms and the dropout-free residual on sequence slices) with
+    // selective recompute, which recomputes attention from the gathered sequence.
+    const Variant sp{"1f1b", 1, Recompute::kSelective, ShardLevel::kNone, 0, /*sequence=*/true};
+    if (pp == 1) return {{"1f1b"}, {"1f1b", 1, Recompute::kFull, ShardLevel::kOptimizer}, sp};
     if (light) return {{"1f1b"}, {"zbv", 2}};
     return {{"1f1b"}, {"zbv", 2}, {"zbh1", 1, Recompute::kFull, ShardLevel::kGradients}};
   }
@@ -265,7 +271,10 @@ void check_matrix(ConfigOf family, Precision precision, const char* label) {
     CHECK(diff[2] < bound.param);
   }
   for (int tp : {1, 2}) {
-    std::optional<Run> tp_first;  // the first tp = 2 row: the others must equal it bitwise
+    // The first tp = 2 row without and with sequence parallelism: the others must equal it
+    // bitwise. (Sequence parallelism sums the norms' weight gradients over each rank's slice of
+    // the sequence and then over tp, a different association than the whole sequence's sum.)
+    std::map<bool, Run> tp_first;
     for (int pp = 1; pp <= n / tp; ++pp) {
       if (n % (tp * pp) != 0) continue;
       const int dp = n / (tp * pp);
@@ -288,8 +297,8 @@ void check_matrix(ConfigOf family, Precision precision, const char* label) {
           INFO(difference);
           CHECK(difference.empty());
         } else {
-          if (!tp_first) tp_first = got;
-          const std::string among = bitwise_difference(got, *tp_first);
+          const Run& first = tp_first.emplace(v.sequence, got).first->second;
+          const std::string among = bitwise_difference(got, first);
           INFO("against the first tp = 2 row: " << among);
           CHECK(among.empty());
           const auto diff = tp_difference(got, want, context);
