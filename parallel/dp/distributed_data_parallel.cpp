@@ -423,6 +423,7 @@ void DistributedDataParallel::finish() {
     }
     const auto start = std::chrono::steady_clock::now();
     advance(/*wait=*/true);
+    replica_all_reduce();
     // What finish() waited for, and what backward waited for a buffer to leave (limit_airborne).
     exposed_seconds_ =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() + held_up_;
@@ -542,12 +543,8 @@ void DistributedDataParallel::limit_airborne(size_t most) {
 }
 
 void DistributedDataParallel::advance(bool wait) {
-  Communicator* replicas = options_.replica_group;
-  const bool across = replicas != nullptr && replicas->size() > 1;
-  // Hybrid: the replica all-reduces start in launch order on every rank (collectives on one
-  // group must be issued in the same order everywhere), so a flight waits for those before it.
   for (Flight& flight : flights_) {
-    if (!flight.work || flight.across) continue;
+    if (!flight.work) continue;
     if (wait) {
       flight.work->wait();
     } else if (!flight.work->is_completed()) {
@@ -555,28 +552,45 @@ void DistributedDataParallel::advance(bool wait) {
     }
     flight.work = nullptr;
     flight.buffer = torch::Tensor();  // sent: the bucket's memory is free
-    if (across) {
-      const flight::Label label(
-          str("DDP replica all-reduce bucket ", flight.bucket, " of ", buckets_.size()));
-      flight.work =
-          replicas->all_reduce_async(flight.slice, narrow_ ? ReduceOp::kSum : ReduceOp::kAvg);
-      flight.across = true;
-    }
-  }
-  for (Flight& flight : flights_) {
-    if (!flight.work || !flight.across) continue;
-    if (wait) {
-      flight.work->wait();
-    } else if (!flight.work->is_completed()) {
-      continue;
-    }
-    flight.work = nullptr;
   }
   // Slices are added in launch order: a bucket's gradient shard sums its flights alike on every
   // replica.
   while (!flights_.empty() && !flights_.front().work) {
     land_flight(flights_.front());
     flights_.pop_front();
+  }
+}
+
+void DistributedDataParallel::replica_all_reduce() {
+  Communicator* replicas = options_.replica_group;
+  if (replicas == nullptr || replicas->size() <= 1) return;
+  // Hybrid ZeRO-2: each micro-batch's reduce-scatter stays inside the group, and its slices add
+  // up in the gradient shard; the shard meets its copies in the other groups once per step, so
+  // the link between groups (nodes) carries 4P/S bytes a step whatever the number of
+  // micro-batches, as ZeRO-1's hybrid reduction does (one all-reduce per flight carried m times
+  // that: tools/bench/hsdp_link.sh). The average of the groups' sums of averages is dp's
+  // average; under a bf16 wire the shard (already divided by dp) crosses in bf16 and is summed.
+  std::vector<WorkPtr> works;
+  std::vector<torch::Tensor> wires;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    Bucket& bucket = buckets_[b];
+    const flight::Label label(str("DDP replica all-reduce bucket ", b, " of ", buckets_.size()));
+    if (narrow_) {
+      wires.push_back(bucket.grad_shard.to(options_.reduce_dtype));
+      works.push_back(replicas->all_reduce_async(wires.back(), ReduceOp::kSum));
+    } else {
+      works.push_back(replicas->all_reduce_async(bucket.grad_shard, ReduceOp::kAvg));
+    }
+  }
+  int64_t wire_bytes = 0;
+  for (const auto& wire : wires) wire_bytes += static_cast<int64_t>(wire.nbytes());
+  peak_bytes_ = std::max(peak_bytes_, gradient_bytes() + wire_bytes);
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    works[b]->wait();
+    if (narrow_) {
+      torch::NoGradGuard no_grad;
+      buckets_[b].grad_shard.copy_(wires[b]);
+    }
   }
 }
 

@@ -97,7 +97,6 @@ class DistributedDataParallel : public GradientSync {
     torch::Tensor buffer;  // what is sent (the bucket's buffer, or its bf16 copy); freed on landing
     torch::Tensor slice;   // what arrives: this rank's slice of the sum or average
     bool first;            // the step's first flight of its bucket: slice is grad_shard itself
-    bool across = false;   // hybrid: the replica all-reduce of `slice` is in flight
     WorkPtr work;
   };
   void on_gradient(size_t index);
@@ -109,6 +108,7 @@ class DistributedDataParallel : public GradientSync {
   void advance(bool wait);           // ZeRO-2: move flights on, in launch order; `wait` for all
   void limit_airborne(size_t most);  // ZeRO-2: wait until at most `most` buffers are sending
   void land_flight(Flight& flight);
+  void replica_all_reduce();     // hybrid ZeRO-2: the shards across the groups, once a step
   Communicator& shards() const;  // the group a bucket's slices are dealt over (shard mode)
   bool narrowed() const;      // gradients cross the group in a narrower dtype than they accumulate
   void land(Bucket& bucket);  // after a narrowed bucket's reduction: widen and average it
