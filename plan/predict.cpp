@@ -192,8 +192,9 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
   // ZeRO-2 reduce-scatters every micro-batch's gradients (ZeRO-1 the step's sum once).
   const double times = c.shard == ShardLevel::kGradients ? static_cast<double>(c.microbatches) : 1;
   if (c.sharded() && c.shard_group > 0 && c.shard_group < c.dp) {
-    // Hybrid sharding: reduce-scatter inside a group of S consecutive dp ranks, the slice (1/S)
-    // all-reduced across the dp / S groups, the parameters all-gathered inside the group.
+    // Hybrid sharding: reduce-scatter inside a group of S consecutive dp ranks (ZeRO-2: every
+    // micro-batch), the slice (1/S) all-reduced across the dp / S groups once per step, the
+    // parameters all-gathered inside the group.
     const int s = c.shard_group;
     const LinkClass inside =
         topology.link_of(std::vector<int>(dp_group.begin(), dp_group.begin() + s));
@@ -201,9 +202,9 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
     for (size_t k = 0; k < dp_group.size(); k += static_cast<size_t>(s)) {
       across.push_back(dp_group[k]);
     }
-    return times * (profile.link(Collective::kReduceScatter, s, inside).time(grad_bytes) +
-                    profile.link(Collective::kAllReduce, c.dp / s, topology.link_of(across))
-                        .time(grad_bytes / s)) +
+    return times * profile.link(Collective::kReduceScatter, s, inside).time(grad_bytes) +
+           profile.link(Collective::kAllReduce, c.dp / s, topology.link_of(across))
+               .time(grad_bytes / s) +
            profile.link(Collective::kAllGather, s, inside).time(most_parameters);
   }
   double seconds = 0;

@@ -233,6 +233,15 @@ TEST_CASE("memory: ZeRO-1 shards the moments, the schedule sets micro-batches in
   const Prediction per_node = predicted(base, hybrid, profile, 8, /*nodes=*/2);
   const Prediction flat = predicted(base, find(all, "dp8 tp1 pp1 b2x1 none zero1"), profile, 8, 2);
   CHECK(per_node.dp_comm < flat.dp_comm);
+  // Hybrid ZeRO-2 at 2 micro-batches: a reduce-scatter inside the node per micro-batch, the
+  // slices' all-reduce across the nodes once a step. So it costs ZeRO-1's hybrid sync plus one
+  // in-node reduce-scatter (a latency-only link: 1 ms per collective, no bytes term).
+  Candidate zero1_nodes = find(all, "dp8 tp1 pp1 b1x2 none zero1");
+  Candidate zero2_nodes = find(all, "dp8 tp1 pp1 b1x2 none zero2");
+  zero1_nodes.shard_group = zero2_nodes.shard_group = 4;
+  const double extra = predicted(base, zero2_nodes, latent, 8, 2).dp_comm -
+                       predicted(base, zero1_nodes, latent, 8, 2).dp_comm;
+  CHECK(extra == Approx(latent.link(Collective::kReduceScatter, 4, LinkClass::kNode).time(0)));
 
   CHECK(plain.memory[0].checkpoint_snapshot == 0);  // synchronous saves keep no copy
 
