@@ -553,51 +553,62 @@ void DistributedDataParallel::advance(bool wait) {
     flight.work = nullptr;
     flight.buffer = torch::Tensor();  // sent: the bucket's memory is free
   }
-  // Slices are added in launch order: a bucket's gradient shard sums its flights alike on every
-  // replica.
+  // Slices are added in launch order: a bucket's gradient shard sums its flights in the same
+  // order every step (under hybrid sharding the replicas then meet in replica_all_reduce).
   while (!flights_.empty() && !flights_.front().work) {
     land_flight(flights_.front());
     flights_.pop_front();
   }
 }
 
+bool DistributedDataParallel::hybrid() const {
+  return options_.shard && options_.replica_group != nullptr && options_.replica_group->size() > 1;
+}
+
 void DistributedDataParallel::replica_all_reduce() {
-  Communicator* replicas = options_.replica_group;
-  if (replicas == nullptr || replicas->size() <= 1) return;
+  if (!hybrid()) return;
   // Hybrid ZeRO-2: each micro-batch's reduce-scatter stays inside the group, and its slices add
   // up in the gradient shard; the shard meets its copies in the other groups once per step, so
-  // the link between groups (nodes) carries 4P/S bytes a step whatever the number of
-  // micro-batches, as ZeRO-1's hybrid reduction does (one all-reduce per flight carried m times
-  // that: tools/bench/hsdp_link.sh). The average of the groups' sums of averages is dp's
-  // average; under a bf16 wire the shard (already divided by dp) crosses in bf16 and is summed.
-  std::vector<WorkPtr> works;
-  std::vector<torch::Tensor> wires;
+  // the link between groups (nodes) carries 4P/S bytes a step (2P/S on a bf16 wire) whatever
+  // the number of micro-batches, as ZeRO-1's hybrid reduction does (one all-reduce per flight
+  // carried m times that: tools/bench/hsdp_link.sh). fp32: the average of the groups' sums of
+  // averages is dp's average. bf16 wire: the groups' sums cross in bf16, summed, and are divided
+  // by dp once in fp32, as ZeRO-1's land(). The bf16 copies are sent one bucket at a time (each
+  // freed once landed): at most one bucket's copy beside the shards.
+  Communicator& replicas = *options_.replica_group;
+  torch::NoGradGuard no_grad;
+  if (!narrow_) {  // in place, every bucket in flight at once
+    std::vector<WorkPtr> works;
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      const flight::Label label(str("DDP replica all-reduce bucket ", b, " of ", buckets_.size()));
+      works.push_back(replicas.all_reduce_async(buckets_[b].grad_shard, ReduceOp::kAvg));
+    }
+    for (auto& work : works) work->wait();
+    return;
+  }
   for (size_t b = 0; b < buckets_.size(); ++b) {
     Bucket& bucket = buckets_[b];
     const flight::Label label(str("DDP replica all-reduce bucket ", b, " of ", buckets_.size()));
-    if (narrow_) {
-      wires.push_back(bucket.grad_shard.to(options_.reduce_dtype));
-      works.push_back(replicas->all_reduce_async(wires.back(), ReduceOp::kSum));
-    } else {
-      works.push_back(replicas->all_reduce_async(bucket.grad_shard, ReduceOp::kAvg));
-    }
-  }
-  int64_t wire_bytes = 0;
-  for (const auto& wire : wires) wire_bytes += static_cast<int64_t>(wire.nbytes());
-  peak_bytes_ = std::max(peak_bytes_, gradient_bytes() + wire_bytes);
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    works[b]->wait();
-    if (narrow_) {
-      torch::NoGradGuard no_grad;
-      buckets_[b].grad_shard.copy_(wires[b]);
-    }
+    torch::Tensor wire = bucket.grad_shard.to(options_.reduce_dtype);
+    peak_bytes_ = std::max(peak_bytes_, gradient_bytes() + static_cast<int64_t>(wire.nbytes()));
+    replicas.all_reduce(wire, ReduceOp::kSum);
+    bucket.grad_shard.copy_(wire);
+    bucket.grad_shard.div_(dp_.size());
   }
 }
 
 void DistributedDataParallel::land_flight(Flight& flight) {
   torch::NoGradGuard no_grad;
   torch::Tensor& shard = buckets_[flight.bucket].grad_shard;
-  if (narrow_) {
+  if (narrow_ && hybrid()) {
+    // The group's bf16 sum, widened and added up; replica_all_reduce sums the groups in bf16 and
+    // divides by dp once, as ZeRO-1's land() does (one micro-batch: its operations exactly).
+    if (flight.first) {
+      shard.copy_(flight.slice);
+    } else {
+      shard.add_(flight.slice.to(shard.scalar_type()));
+    }
+  } else if (narrow_) {
     // As land(): widen, then divide in fp32 (a sum over dp crossed the wire).
     if (flight.first) {
       shard.copy_(flight.slice);

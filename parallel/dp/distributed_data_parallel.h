@@ -108,6 +108,7 @@ class DistributedDataParallel : public GradientSync {
   void advance(bool wait);           // ZeRO-2: move flights on, in launch order; `wait` for all
   void limit_airborne(size_t most);  // ZeRO-2: wait until at most `most` buffers are sending
   void land_flight(Flight& flight);
+  bool hybrid() const;           // hybrid sharding: slices meet their copies in the other groups
   void replica_all_reduce();     // hybrid ZeRO-2: the shards across the groups, once a step
   Communicator& shards() const;  // the group a bucket's slices are dealt over (shard mode)
   bool narrowed() const;      // gradients cross the group in a narrower dtype than they accumulate

@@ -33,6 +33,8 @@ row 2 1 1 none gradients
 row 4 1 1 none
 row 4 1 1 none optimizer
 row 4 1 1 none gradients
+row 8 1 1 none
+row 8 1 1 none optimizer
 row 8 1 1 none gradients
 row 8 2 1 none optimizer
 row 8 2 1 none gradients
@@ -57,3 +59,8 @@ row 2 2 1 selective none true
 row 4 2 2 full none true
 row 4 2 2 none optimizer true
 row 4 2 2 none gradients true
+# every shard level at dp 2, 4 and 8 (tp 1, pp 1), and at dp 2 with tp 2 x pp 2
+for ranks in 2 4 8; do
+  for shard in none optimizer gradients; do row "$ranks" 1 1 none "$shard"; done
+done
+for shard in optimizer gradients; do row 8 2 2 none "$shard"; done

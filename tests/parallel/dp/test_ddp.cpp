@@ -165,6 +165,42 @@ TEST_CASE("ZeRO-2 reduce-scatters every micro-batch during backward into ZeRO-1'
   CHECK(peak[1] <= bytes[1] + 2 * whole);
 }
 
+// Hybrid ZeRO-2 (groups of 2, replicated across): every micro-batch's buckets reduce-scatter
+// inside the group, and each bucket's slice crosses to the other groups once a step (the link
+// between nodes carries 4P/S whatever the number of micro-batches), into ZeRO-1's hybrid slices
+// within fp32 rounding.
+TEST_CASE("hybrid ZeRO-2 all-reduces each bucket across the groups once a step", "[mpi][ddp]") {
+  auto world = MpiCommunicator::world();
+  const int n = world->size();
+  if (n < 4 || n % 2 != 0) return;  // at least two groups of 2
+  auto group = world->split(world->rank() / 2, world->rank());
+  auto across = world->split(world->rank() % 2, world->rank());
+  constexpr int kMicrobatches = 3;
+  std::vector<torch::Tensor> slices[2];
+  for (int level : {1, 2}) {
+    CountingCommunicator replicas(*across);
+    torch::manual_seed(1);
+    Net net;
+    DdpOptions options = options_of(0.001, false, true, torch::kFloat, level == 2);
+    options.shard_group = group.get();
+    options.replica_group = &replicas;
+    DistributedDataParallel ddp(used_parameters(net), *world, options);
+    ddp.zero_grad();
+    replicas.reset();
+    for (int mb = 0; mb < kMicrobatches; ++mb) {
+      ddp.set_sync(mb == kMicrobatches - 1);
+      net.forward(data(world->rank(), mb)).pow(2).sum().backward();
+      if (level == 2) CHECK(replicas.counts().all_reduce_calls == 0);  // none during backward
+    }
+    ddp.finish();
+    CHECK(replicas.counts().all_reduce_calls == ddp.num_buckets());
+    for (const auto& view : ddp.bucket_views())
+      slices[level - 1].push_back(view.grad_shard.clone());
+  }
+  REQUIRE(slices[0].size() == slices[1].size());
+  for (size_t b = 0; b < slices[0].size(); ++b) TRIAX_CHECK_CLOSE(slices[1][b], slices[0][b]);
+}
+
 // ddp.reduce_dtype: bf16. Gradients cross the group as bf16 (half the bytes of fp32) and come
 // back as the fp32 average within bf16's rounding; with ZeRO-1's reduce-scatter too.
 // The bound: each rank's gradient rounds once into bf16 and each of the n - 1 additions once
