@@ -183,8 +183,18 @@ struct DdpConfig {
   /// keeps 1/dp of it; gradients reduce-scattered after backward, parameters all-gathered after
   /// the update), "gradients" (as optimizer, and each bucket is reduce-scattered as backward
   /// completes it, every micro-batch, so a rank keeps only its 1/dp of the gradient) or
-  /// "parameters" (refused: not built yet). optimizer.shard: true is the same as "optimizer".
+  /// "parameters" (as gradients, and a rank keeps only its 1/dp of the parameters: each unit — the
+  /// embedding, a block, the head — is all-gathered before its forward and its backward, the
+  /// next one prefetched, and freed after: ZeRO-3, FSDP). optimizer.shard: true is the same as
+  /// "optimizer".
   ShardLevel shard = ShardLevel::kNone;
+  /// ddp.shard: parameters: free a unit after its forward (true, default) or keep it until its
+  /// backward (one all-gather fewer per unit and micro-batch, the unit held in between).
+  bool reshard_after_forward = true;
+  /// ddp.shard: parameters: free a unit after its backward (true, default) or keep it until the
+  /// step ends (with reshard_after_forward: false, one all-gather per unit and step, as a
+  /// pipeline keeping its stage whole across micro-batches).
+  bool reshard_after_backward = true;
 };
 
 struct OptimizerConfig {

@@ -145,8 +145,16 @@ void visit_ddp(Config& c, ConfigVisitor& v) {
     choice_field(v, "shard", c.ddp.shard,
                  "sharded data parallelism (ZeRO): optimizer = 1/dp of AdamW's state per rank; "
                  "gradients = also 1/dp of the gradient (each bucket reduce-scattered as backward "
-                 "completes it, every micro-batch); parameters = not built yet (needs "
-                 "train.optimizer: adamw, bucketed: true; optimizer.shard_group for hybrid)");
+                 "completes it, every micro-batch); parameters = also 1/dp of the parameters "
+                 "(each block all-gathered for its forward and backward, then freed: ZeRO-3, "
+                 "FSDP) (needs train.optimizer: adamw, bucketed: true; optimizer.shard_group for "
+                 "hybrid)");
+    v.field("reshard_after_forward", c.ddp.reshard_after_forward,
+            "shard: parameters: free each block after its forward (false: keep it until its "
+            "backward)");
+    v.field("reshard_after_backward", c.ddp.reshard_after_backward,
+            "shard: parameters: free each block after its backward (false: keep it until the step "
+            "ends; both false: one all-gather per block and step)");
   });
 }
 

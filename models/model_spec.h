@@ -33,6 +33,7 @@
 #include "models/hf_family.h"
 #include "models/model_keys.h"
 #include "parallel/comm/communicator.h"
+#include "parallel/dp/parameter_gate.h"
 
 namespace triax {
 
@@ -70,6 +71,12 @@ class ModelChunk {
   /// reads the tied weight through (TransformerImpl::tied_head_alias), whose gradient joins the
   /// tied sum as a copy would. Else undefined.
   virtual torch::Tensor tied_head_alias() { return torch::Tensor(); }
+  /// ZeRO-3 (ddp.shard: parameters): the unit of the named parameter — the part of the chunk
+  /// gathered whole at once (parallel/dp/parameter_gate.h) — or -1 where the chunk cannot gate
+  /// its parameters; set_parameter_gate() is then never called.
+  virtual int parameter_unit(const std::string& /*name*/) const { return -1; }
+  /// The gate the chunk calls around each unit's forward (null: parameters are whole).
+  virtual void set_parameter_gate(ParameterGate* /*gate*/) {}
   /// Random streams saved in checkpoints, by name ("dropout_shared"), and their restore (a name
   /// missing from `state` leaves its stream as it is).
   virtual std::vector<std::pair<std::string, torch::Tensor>> rng_state() { return {}; }

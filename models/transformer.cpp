@@ -258,11 +258,13 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids) {
   TRIAX_CHECK(options_.has_embedding, "this part of the model has no embedding");
   TRIAX_CHECK(ids.dim() == 2 && ids.size(1) <= options_.seq_len,
               "ids must be [batch, seq<=", options_.seq_len, "], got ", ids.sizes());
+  if (gate_) gate_->enter(0, 1);  // then the first block (or, with none, nothing: unit 1 is empty)
   torch::Tensor h = token_embedding(ids);
   if (position_embedding) {
     const torch::Tensor positions = torch::arange(ids.size(1), torch::kLong);
     h = h + position_embedding(positions).unsqueeze(0);
   }
+  if (gate_) gate_->leave(0, h, -1);
   if (sequence_parallel()) {
     return dropout_->tp_local(scatter_sequence(h, *tp_), options_.dropout, is_training());
   }
@@ -276,6 +278,10 @@ torch::Tensor TransformerImpl::run_layers(torch::Tensor h) {
                                 : blocks_.size();
   for (size_t i = 0; i < blocks_.size(); ++i) {
     TransformerBlock& block = blocks_[i];
+    // ZeRO-3: block i is unit 1 + i; the next unit is gathered beside it (forward: the next
+    // block or the head; backward: the previous block or the embedding).
+    const int unit = static_cast<int>(i) + 1;
+    if (gate_) gate_->enter(unit, unit + 1);
     if (i < recomputed) {
       // Keeps only the block's input; the block runs again in backward.
       h = checkpointed([block](const torch::Tensor& x, const torch::Tensor& c,
@@ -284,8 +290,24 @@ torch::Tensor TransformerImpl::run_layers(torch::Tensor h) {
     } else {
       h = block->forward(h, cos_, sin_);
     }
+    if (gate_) gate_->leave(unit, h, unit - 1);
   }
   return h;
+}
+
+int TransformerImpl::parameter_unit(const std::string& name) const {
+  const auto starts = [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; };
+  if (starts("position_embedding.")) return 0;
+  if (starts("token_embedding.")) return options_.has_embedding ? 0 : head_unit();
+  if (starts("final_norm.") || starts("head.")) return head_unit();
+  if (starts("layer")) {
+    const size_t dot = name.find('.');
+    const int64_t layer = std::stoll(name.substr(5, dot - 5));
+    if (layer >= options_.first_layer && layer < options_.last_layer) {
+      return static_cast<int>(layer - options_.first_layer) + 1;
+    }
+  }
+  return -1;
 }
 
 torch::Tensor TransformerImpl::tied_head_alias() {
@@ -298,12 +320,24 @@ torch::Tensor TransformerImpl::tied_head_alias() {
 
 torch::Tensor TransformerImpl::local_logits(const torch::Tensor& h) {
   TRIAX_CHECK(options_.has_head, "this part of the model has no head");
+  // ZeRO-3: a tied head reads the embedding's unit too, where this part holds it.
+  const bool tied_here = options_.tie_embeddings && options_.has_embedding;
+  if (gate_) {
+    gate_->enter(head_unit(), -1);
+    if (tied_here) gate_->enter(0, -1);
+  }
   torch::Tensor tied;
   if (options_.tie_embeddings) {
     const torch::Tensor alias = is_training() ? tied_head_alias() : torch::Tensor();
     tied = alias.defined() ? alias : token_embedding->weight;
   }
-  return output_logits(final_norm_.forward(h), tied, head, sequence_parallel(), *tp_);
+  torch::Tensor logits =
+      output_logits(final_norm_.forward(h), tied, head, sequence_parallel(), *tp_);
+  if (gate_) {
+    gate_->leave(head_unit(), logits, head_unit() - 1);
+    if (tied_here) gate_->leave(0, logits, -1);
+  }
+  return logits;
 }
 
 torch::Tensor TransformerImpl::loss_from_hidden(const torch::Tensor& h,

@@ -34,6 +34,7 @@
 #include "models/lm_head.h"
 #include "models/model_keys.h"
 #include "parallel/comm/communicator.h"
+#include "parallel/dp/parameter_gate.h"
 #include "parallel/tp/column_parallel_linear.h"
 #include "parallel/tp/row_parallel_linear.h"
 #include "parallel/tp/tp_dropout.h"
@@ -177,8 +178,15 @@ class TransformerImpl : public torch::nn::Module {
   /// checkpoint entry). Its gradient is the head's share, which the trainer sums with the
   /// embedding's as it sums a tied copy on another stage. Else undefined.
   torch::Tensor tied_head_alias();
+  /// ZeRO-3: the units this part's parameters are gathered in (parallel/dp/parameter_gate.h):
+  /// 0 the embeddings, 1 + i the part's block i, blocks + 1 the final norm and head (a tied copy
+  /// of the embedding on a later stage is the head's). -1 for a name that is not a parameter.
+  int parameter_unit(const std::string& name) const;
+  /// The gate run around each unit's forward; null (the default): parameters are whole.
+  void set_parameter_gate(ParameterGate* gate) { gate_ = gate; }
 
  private:
+  int head_unit() const { return static_cast<int>(blocks_.size()) + 1; }
   TransformerOptions options_;
   Communicator* tp_;
   std::unique_ptr<TpDropout> dropout_;
@@ -189,6 +197,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::AnyModule final_norm_;
   ColumnParallelLinear head{nullptr};
   torch::Tensor tied_head_alias_;
+  ParameterGate* gate_ = nullptr;
 };
 TORCH_MODULE(Transformer);
 

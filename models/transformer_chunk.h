@@ -79,6 +79,10 @@ class TransformerChunk : public ModelChunk {
     return model_->sequence_partial_parameters();
   }
   torch::Tensor tied_head_alias() override { return model_->tied_head_alias(); }
+  int parameter_unit(const std::string& name) const override {
+    return model_->parameter_unit(name);
+  }
+  void set_parameter_gate(ParameterGate* gate) override { model_->set_parameter_gate(gate); }
   std::vector<std::pair<std::string, torch::Tensor>> rng_state() override {
     const auto streams = model_->dropout().state();
     return {{"dropout_shared", streams[0]}, {"dropout_tp_local", streams[1]}};

@@ -34,6 +34,7 @@ std::string Candidate::describe() const {
   text += str("b", micro_batch, "x", microbatches, " ", choice_name(recompute));
   if (shard == ShardLevel::kOptimizer) text += " zero1";
   if (shard == ShardLevel::kGradients) text += " zero2";
+  if (shard == ShardLevel::kParameters) text += " zero3";
   if (sharded() && shard_group > 0 && shard_group < dp) text += str("/", shard_group);
   if (sequence) text += " sp";
   if (hierarchical == Hierarchical::kTrue) text += " hier";
@@ -121,12 +122,13 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
         for (int b : divisors(per_dp)) {
           for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
             if (!pipelined && r != Recompute::kNone) continue;
-            for (ShardLevel level :
-                 {ShardLevel::kNone, ShardLevel::kOptimizer, ShardLevel::kGradients}) {
+            for (ShardLevel level : {ShardLevel::kNone, ShardLevel::kOptimizer,
+                                     ShardLevel::kGradients, ShardLevel::kParameters}) {
               const bool zero = level != ShardLevel::kNone;
               if (zero && (dp == 1 || config.train.optimizer != OptimizerKind::kAdamW)) continue;
-              // Layout-invariant numerics reduce ZeRO-2 as ZeRO-1 (the tree): not a choice there.
-              if (level == ShardLevel::kGradients &&
+              // Layout-invariant numerics reduce ZeRO-2 as ZeRO-1 (the tree): not a choice there,
+              // and ZeRO-3 is refused there.
+              if ((level == ShardLevel::kGradients || level == ShardLevel::kParameters) &&
                   config.train.numerics == Numerics::kLayoutInvariant) {
                 continue;
               }

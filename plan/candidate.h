@@ -26,7 +26,8 @@ struct Candidate {
   int64_t micro_batch = 1;
   int64_t microbatches = 1;  ///< per step, per dp rank
   Recompute recompute = Recompute::kNone;
-  ShardLevel shard = ShardLevel::kNone;  ///< ddp.shard: none, optimizer (ZeRO-1), gradients (2)
+  ShardLevel shard =
+      ShardLevel::kNone;  ///< ddp.shard: none, optimizer (1), gradients (2), parameters (3)
   int shard_group = 0;  ///< when sharded: hybrid sharding over groups of this many dp ranks; 0 = dp
   bool sequence = false;
   /// Chosen only where the dp groups span nodes (true or false); else kAuto: the
@@ -40,7 +41,7 @@ struct Candidate {
   /// The configuration with this candidate's choices in it.
   Config applied(const Config& base) const;
   /// "dp2 tp2 pp2 1f1b b4x4 none" and the levers that are on ("zero1 sp hier"; zero2 for
-  /// ddp.shard: gradients, zero1/4 for hybrid groups of 4).
+  /// ddp.shard: gradients, zero3 for parameters, zero1/4 for hybrid groups of 4).
   std::string describe() const;
   /// "--set parallel.tensor=2 --set parallel.pipeline=2 ...": what makes `triax train` run it.
   std::string overrides() const;

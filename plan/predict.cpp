@@ -157,7 +157,8 @@ RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double ac
   // backward the gradients of buckets not yet complete (about two of ddp.bucket_mb, at most the
   // stage's gradient) and two buckets' buffers being sent.
   const double shards = c.state_shards();
-  if (c.shard == ShardLevel::kGradients) {
+  double sliced_parameters = -1;  // ZeRO-3: what a rank holds of the parameters at the peak
+  if (c.shard == ShardLevel::kGradients || c.shard == ShardLevel::kParameters) {
     // Per chunk: about 2 buckets filling and 2 being sent, a bucket being ddp.bucket_mb or the
     // largest tensor alone (the token embedding); a W pass (ZB-H1, ZB-V) adds a chunk's gradient.
     const double largest = 4.0 * static_cast<double>(config.model.vocab) *
@@ -169,6 +170,21 @@ RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double ac
   } else {
     m.gradients = m.parameters * (c.sharded() ? 1.0 + 1.0 / shards : 1.0);
   }
+  if (c.shard == ShardLevel::kParameters) {
+    // ZeRO-3: this rank's slices, and the units whole at once: the one computing and the one
+    // prefetched (two blocks), and a tied head's embedding through backward; with
+    // reshard_after_forward: false a pipeline rank keeps each micro-batch's units from its
+    // forward to its backward (up to its whole stage). Set below: the state and the snapshot
+    // are sized by the whole stage.
+    const double layers =
+        static_cast<double>(config.model.layers) / static_cast<double>(c.pp * c.chunks);
+    const double embedding = 4.0 * static_cast<double>(config.model.vocab) *
+                             static_cast<double>(config.model.hidden) / c.tp;
+    const double block = std::max(0.0, (m.parameters - embedding) / std::max(1.0, layers));
+    const bool keeps = !config.ddp.reshard_after_forward || !config.ddp.reshard_after_backward;
+    const double gathered = keeps ? m.parameters : std::min(m.parameters, 2 * block + embedding);
+    sliced_parameters = m.parameters / shards + gathered;
+  }
   if (config.train.optimizer == OptimizerKind::kAdamW) {
     m.optimizer = 2 * m.parameters / shards;
   } else if (config.train.momentum != 0) {
@@ -178,6 +194,7 @@ RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double ac
     // The snapshot holds the stage's whole optimizer state, ZeRO-1 or not (it is gathered).
     m.checkpoint_snapshot = m.parameters + m.optimizer * shards;
   }
+  if (sliced_parameters >= 0) m.parameters = sliced_parameters;
   return m;
 }
 
@@ -189,8 +206,20 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
   const std::vector<int> dp_group = plan.layout.group_of(Axis::kDp, 0);
   const LinkClass link = topology.link_of(dp_group);
   const int local = std::min(c.dp, topology.per_node());
-  // ZeRO-2 reduce-scatters every micro-batch's gradients (ZeRO-1 the step's sum once).
-  const double times = c.shard == ShardLevel::kGradients ? static_cast<double>(c.microbatches) : 1;
+  // ZeRO-2 and -3 reduce-scatter every micro-batch's gradients (ZeRO-1 the step's sum once).
+  const bool per_microbatch =
+      c.shard == ShardLevel::kGradients || c.shard == ShardLevel::kParameters;
+  const double times = per_microbatch ? static_cast<double>(c.microbatches) : 1;
+  // ZeRO-3 gathers the parameters for every micro-batch's forward and again for its backward
+  // (fewer with the reshard switches off); the others once, after the update.
+  double gathers = 1;
+  if (c.shard == ShardLevel::kParameters) {
+    const bool forward = plan.config.ddp.reshard_after_forward;
+    const bool backward = plan.config.ddp.reshard_after_backward;
+    gathers = forward    ? 2.0 * static_cast<double>(c.microbatches)
+              : backward ? static_cast<double>(c.microbatches)
+                         : 1.0;
+  }
   if (c.sharded() && c.shard_group > 0 && c.shard_group < c.dp) {
     // Hybrid sharding: reduce-scatter inside a group of S consecutive dp ranks (ZeRO-2: every
     // micro-batch), the slice (1/S) all-reduced across the dp / S groups once per step, the
@@ -205,7 +234,7 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
     return times * profile.link(Collective::kReduceScatter, s, inside).time(grad_bytes) +
            profile.link(Collective::kAllReduce, c.dp / s, topology.link_of(across))
                .time(grad_bytes / s) +
-           profile.link(Collective::kAllGather, s, inside).time(most_parameters);
+           gathers * profile.link(Collective::kAllGather, s, inside).time(most_parameters);
   }
   double seconds = 0;
   if (c.sharded()) {
@@ -220,8 +249,8 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
   } else {
     seconds = profile.link(Collective::kAllReduce, c.dp, link).time(grad_bytes);
   }
-  if (c.sharded()) {  // parameters gathered back after the sharded update
-    seconds += profile.link(Collective::kAllGather, c.dp, link).time(most_parameters);
+  if (c.sharded()) {  // parameters gathered back after the sharded update (ZeRO-3: per use)
+    seconds += gathers * profile.link(Collective::kAllGather, c.dp, link).time(most_parameters);
   }
   return seconds;
 }

@@ -146,11 +146,20 @@ void check_sharded_optimizer(const Config& config, const BatchPlan& batch) {
                           : config.ddp.shard == ShardLevel::kNone
                               ? std::string("optimizer.shard: false")
                               : std::string("ddp.shard: none and optimizer.shard: false");
-  if (level == ShardLevel::kParameters) {
-    throw ConfigError(std::string(
-        "ddp.shard: parameters (ZeRO-3 / FSDP: parameters sharded and gathered per block) is not "
-        "built yet; valid: none, optimizer, gradients (gradients keeps 1/dp of the gradient and of "
-        "AdamW's state per rank)"));
+  if (level == ShardLevel::kParameters && config.train.numerics == Numerics::kLayoutInvariant) {
+    throw ConfigError(
+        "ddp.shard: parameters reduce-scatters each micro-batch's gradients as backward completes "
+        "them, but train.numerics: layout_invariant sums whole gradients in a tree over the "
+        "micro-batches first (set ddp.shard: optimizer or gradients, which reduce as ZeRO-1 there, "
+        "or train.numerics: fast)");
+  }
+  if (level != ShardLevel::kParameters &&
+      (!config.ddp.reshard_after_forward || !config.ddp.reshard_after_backward)) {
+    throw ConfigError(str("ddp.reshard_after_",
+                          !config.ddp.reshard_after_forward ? "forward" : "backward",
+                          ": false keeps gathered parameters, but ddp.shard is ", level,
+                          " (parameters are whole on every rank); it needs ddp.shard: parameters "
+                          "(or leave it true)"));
   }
   const int64_t group = config.optimizer.shard_group;
   if (group > 0 && level == ShardLevel::kNone) {

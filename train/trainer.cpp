@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <optional>
 
 #include "checkpoint/parameter_table.h"
 #include "checkpoint/state_name.h"
@@ -75,7 +77,11 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     std::vector<std::pair<std::string, torch::Tensor>> named;
     DdpOptions ddp;
     ddp.shard = level != ShardLevel::kNone;
-    ddp.shard_gradients = level == ShardLevel::kGradients;
+    ddp.shard_gradients = level == ShardLevel::kGradients || level == ShardLevel::kParameters;
+    ddp.shard_parameters = level == ShardLevel::kParameters;
+    ddp.split_backward = split;
+    ddp.reshard_after_forward = config_.ddp.reshard_after_forward;
+    ddp.reshard_after_backward = config_.ddp.reshard_after_backward;
     ddp.reduce_dtype = MixedPrecision(config_).wire_dtype();
     ddp.tree_leaves = tree_leaves;
     ddp.tree_pairs = !split;
@@ -85,6 +91,11 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     for (const auto& item : module.named_parameters()) {
       const ParamTraits& t = traits.at(item.key());
       named.emplace_back(item.key(), item.value());
+      if (level != ShardLevel::kNone) {  // every level's buckets end where a unit does
+        const int unit = chunks_.back()->parameter_unit(item.key());
+        TRIAX_CHECK(unit >= 0, "ddp.shard: no unit for parameter ", item.key());
+        ddp.units.push_back(unit);
+      }
       params_.push_back({StateName::of_parameter(c, item.key()).str(), item.value(),
                          t.counted(context_.tp_rank())});
       if (params_.back().counted) {
@@ -107,7 +118,8 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
       ddp_.back()->add_gradient_holder(alias);
       grads_.tied_copies.push_back(alias);
     }
-    ddp_.back()->broadcast_parameters();
+    ddp_.back()->broadcast_parameters();  // ZeRO-3: then each rank keeps its slices
+    chunks_.back()->set_parameter_gate(ddp_.back()->parameter_gate());
     grads_.syncs.push_back(ddp_.back().get());
   }
   grads_.tp = &context_.tp();
@@ -274,7 +286,10 @@ double Trainer::step_local(const Batch& local) {
   stage.unscaled = invariant();  // the tree's root is divided once (Note [Micro-batch tree])
   double loss = 0;
   {
-    const Bf16WeightCopies weight_copies;  // the emulated path rounds each weight once a step
+    // The emulated bf16 path rounds each weight once a step and keeps the copy for the step;
+    // under ZeRO-3 that copy would be the whole model, so each use rounds its gathered unit.
+    std::optional<Bf16WeightCopies> weight_copies;
+    if (shard_level(config_) != ShardLevel::kParameters) weight_copies.emplace();
     loss = executor_->run(schedule_, stage);
   }
   phases_.backward = seconds_since(start) - phases_.forward;
@@ -304,6 +319,25 @@ int64_t Trainer::gradient_bytes() const {
   return bytes;
 }
 
+int64_t Trainer::parameter_bytes() const {
+  int64_t sliced = 0, whole = 0;
+  for (const auto& sync : ddp_) sliced += sync->parameter_bytes();
+  for (const auto& p : params_) whole += p.tensor.nbytes();
+  return sliced > 0 ? sliced : whole;
+}
+
+int64_t Trainer::peak_parameter_bytes() const {
+  int64_t peak = 0;  // the chunks' peaks may fall at different times: an upper bound
+  for (const auto& sync : ddp_) peak += sync->peak_parameter_bytes();
+  return peak > 0 ? peak : parameter_bytes();
+}
+
+double Trainer::gather_wait_seconds() const {
+  double seconds = 0;
+  for (const auto& sync : ddp_) seconds += sync->gather_wait_seconds();
+  return seconds;
+}
+
 int64_t Trainer::peak_gradient_bytes() const {
   int64_t bytes = 0;  // the chunks' peaks may fall at different times: an upper bound
   for (const auto& sync : ddp_) bytes += sync->peak_gradient_bytes();
@@ -323,13 +357,26 @@ double Trainer::global_mean_loss() {
          static_cast<double>(all.numel());
 }
 
+void Trainer::with_whole_parameters(const std::function<void()>& use, size_t first) {
+  if (first == ddp_.size()) {
+    use();
+    return;
+  }
+  ddp_[first]->with_whole_parameters([&] { with_whole_parameters(use, first + 1); });
+}
+
 CheckpointContents Trainer::checkpoint_contents() {
   std::vector<NamedTensors> state = optimizer_->state_by_parameter();  // collective (ZeRO-1)
   CheckpointContents out;
-  for (size_t k = 0; k < params_.size(); ++k) {
-    out.tensors.emplace_back(params_[k].name, params_[k].tensor.detach());
-    for (auto& named : state[k]) out.tensors.push_back(std::move(named));
-  }
+  // ZeRO-3 gathers the parameters for the save and frees them after: the file gets copies.
+  const bool sliced = shard_level(config_) == ShardLevel::kParameters;
+  with_whole_parameters([&] {
+    for (size_t k = 0; k < params_.size(); ++k) {
+      const torch::Tensor value = params_[k].tensor.detach();
+      out.tensors.emplace_back(params_[k].name, sliced ? value.clone() : value);
+      for (auto& named : state[k]) out.tensors.push_back(std::move(named));
+    }
+  });
   for (size_t c = 0; c < chunks_.size(); ++c) {
     const int chunk = static_cast<int>(c);
     for (auto& [name, value] : chunks_[c]->rng_state()) {
@@ -343,16 +390,16 @@ CheckpointContents Trainer::checkpoint_contents() {
 }
 
 void Trainer::load_state_tensors(const std::map<std::string, torch::Tensor>& tensors) {
-  {
-    torch::NoGradGuard no_grad;
-    for (const auto& p : params_) {
-      const auto it = tensors.find(p.name);
-      if (it == tensors.end()) throw Error(str("checkpoint has no tensor ", p.name));
-      TRIAX_CHECK(it->second.sizes() == p.tensor.sizes(), "checkpoint tensor ", p.name,
-                  " has shape ", it->second.sizes(), ", the model ", p.tensor.sizes());
-      p.tensor.copy_(it->second);
-    }
+  for (const auto& p : params_) {
+    const auto it = tensors.find(p.name);
+    if (it == tensors.end()) throw Error(str("checkpoint has no tensor ", p.name));
+    TRIAX_CHECK(it->second.sizes() == p.tensor.sizes(), "checkpoint tensor ", p.name, " has shape ",
+                it->second.sizes(), ", the model ", p.tensor.sizes());
   }
+  with_whole_parameters([&] {  // ZeRO-3: each rank's slices are cut from the loaded values
+    torch::NoGradGuard no_grad;
+    for (const auto& p : params_) p.tensor.copy_(tensors.at(p.name));
+  });
   optimizer_->load_state(tensors);
   // Random streams are absent in imported or resharded checkpoints: those keep their start.
   for (size_t c = 0; c < chunks_.size(); ++c) {

@@ -12,6 +12,7 @@
 // activation shapes.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -115,6 +116,15 @@ class Trainer {
   /// (GradientSync::gradient_bytes): ZeRO-2 keeps only its slices between steps.
   int64_t gradient_bytes() const;
   int64_t peak_gradient_bytes() const;
+  /// Bytes of parameters this rank holds now (ZeRO-3: its slices and any gathered unit; else the
+  /// whole parameters of its chunks), and the most during the last step (ZeRO-3's gathered units).
+  int64_t parameter_bytes() const;
+  int64_t peak_parameter_bytes() const;
+  /// Runs `use` with every chunk's parameters whole (ZeRO-3 gathers them, collective over the
+  /// shard group, and frees them after, keeping what `use` wrote; from chunk `first`).
+  void with_whole_parameters(const std::function<void()>& use, size_t first = 0);
+  /// ZeRO-3: seconds the last step's forward and backward waited for all-gathers.
+  double gather_wait_seconds() const;
   /// Parameters of the whole model (all tp and pp ranks together, tied weights once).
   int64_t model_parameters() const { return model_parameters_; }
 

@@ -137,17 +137,21 @@ StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
     // gradients): the line says what runs.
     const bool as_zero1 = level == ShardLevel::kGradients &&
                           plan_.config.train.numerics == Numerics::kLayoutInvariant;
+    const int stage = level == ShardLevel::kParameters               ? 3
+                      : level == ShardLevel::kGradients && !as_zero1 ? 2
+                                                                     : 1;
     log::info(str(
-        "sharded data parallelism: ddp.shard ", level, " (ZeRO-",
-        level == ShardLevel::kGradients && !as_zero1 ? 2 : 1,
+        "sharded data parallelism: ddp.shard ", level, " (ZeRO-", stage,
         as_zero1 ? ": layout-invariant numerics reduce whole gradients" : "", ") over ", shards,
         " dp rank(s)",
         shards < context_.dp_size()
             ? str(", replicated ", context_.dp_size() / shards, " times (hybrid)")
             : std::string(),
         "; rank 0 holds ", fixed(static_cast<double>(trainer.optimizer_state_bytes()) / mib, 1),
-        " MiB of AdamW's state and ", fixed(static_cast<double>(trainer.gradient_bytes()) / mib, 1),
-        " MiB of gradient buffers between steps"));
+        " MiB of AdamW's state, ", fixed(static_cast<double>(trainer.gradient_bytes()) / mib, 1),
+        " MiB of gradient buffers and ",
+        fixed(static_cast<double>(trainer.parameter_bytes()) / mib, 1),
+        " MiB of parameters between steps"));
   }
   const int64_t units = spec.units_per_sample(plan_.config.model);
   log::info(str(

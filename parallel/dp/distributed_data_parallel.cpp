@@ -24,14 +24,24 @@ DistributedDataParallel::DistributedDataParallel(
   // Reverse registration order: the last layers' gradients come first in backward.
   std::vector<std::vector<size_t>> groups(1);
   double bytes = 0;
+  const bool aligned = !options_.units.empty();
+  const bool gated = options_.shard_parameters;
+  TRIAX_CHECK(!aligned || options_.units.size() == params_.size(), "DDP: ", options_.units.size(),
+              " units for ", params_.size(), " parameters");
+  TRIAX_CHECK(!gated || (aligned && options_.shard && options_.shard_gradients &&
+                         options_.tree_leaves == 0),
+              "DDP: ZeRO-3 needs units, shard mode with shard_gradients, and no micro-batch tree");
   for (size_t k = params_.size(); k-- > 0;) {
     const torch::Tensor& p = params_[k].second;
     TRIAX_CHECK(p.scalar_type() == params_.front().second.scalar_type(), "DDP needs one dtype");
     const double size = static_cast<double>(p.numel() * p.element_size());
     const bool alone = std::any_of(options_.alone.begin(), options_.alone.end(),
                                    [&](const torch::Tensor& t) { return t.is_same(p); });
+    // ZeRO-3: a bucket holds one unit's parameters only (a unit is gathered and freed whole).
+    const bool new_unit = aligned && !groups.back().empty() &&
+                          options_.units[groups.back().back()] != options_.units[k];
     if (!groups.back().empty() &&
-        (alone || bytes + size > (groups.size() == 1 ? first_limit : limit))) {
+        (alone || new_unit || bytes + size > (groups.size() == 1 ? first_limit : limit))) {
       groups.emplace_back();
       bytes = 0;
     }
@@ -57,6 +67,7 @@ DistributedDataParallel::DistributedDataParallel(
     if (options_.shard) {
       bucket.params = torch::zeros({numel}, options);
       bucket.grad_shard = torch::zeros({numel / ranks}, options);
+      if (gated) bucket.param_shard = torch::zeros({numel / ranks}, options);
     }
     if (narrow_ && !lazy) {
       bucket.wire = torch::empty({numel}, options.dtype(options_.reduce_dtype));
@@ -79,7 +90,15 @@ DistributedDataParallel::DistributedDataParallel(
     }
     bucket.members = members;
     buckets_.push_back(std::move(bucket));
+    if (gated) {
+      const int unit = options_.units[members.front()];
+      TRIAX_CHECK(unit >= 0, "DDP: parameter ", params_[members.front()].first, " has no unit");
+      if (static_cast<size_t>(unit) >= units_.size()) units_.resize(static_cast<size_t>(unit) + 1);
+      units_[static_cast<size_t>(unit)].buckets.push_back(buckets_.size() - 1);
+      unit_of_bucket_.push_back(unit);
+    }
   }
+  if (gated) cut_slices();  // whole until broadcast_parameters() frees them
   if (options_.tree_leaves > 0) {
     TRIAX_CHECK(params_.empty() || params_.front().second.scalar_type() == torch::kFloat,
                 "layout-invariant numerics sum fp32 gradients");
@@ -130,6 +149,10 @@ void DistributedDataParallel::broadcast_parameters() {
   std::vector<WorkPtr> pending;
   for (auto& item : params_) pending.push_back(dp_.broadcast_async(item.second, 0));
   for (auto& work : pending) work->wait();
+  if (!gates()) return;
+  // ZeRO-3: from here on each rank keeps its slices only.
+  cut_slices();
+  for (size_t u = 0; u < units_.size(); ++u) release(static_cast<int>(u));
 }
 
 void DistributedDataParallel::zero_grad() {
@@ -152,6 +175,8 @@ void DistributedDataParallel::zero_grad() {
     peak_bytes_ = 0;
     held_up_ = 0;
     current_microbatch_ = -1;
+    peak_param_bytes_ = 0;
+    gather_wait_ = 0;
     return;
   }
   for (auto& bucket : buckets_) bucket.buffer.zero_();
@@ -273,6 +298,14 @@ void DistributedDataParallel::microbatch_starts(int microbatch) {
 }
 
 void DistributedDataParallel::microbatch_done(int microbatch, bool final) {
+  if (gates() && final) {
+    // ZeRO-3: this micro-batch's backward is done with every unit of the chunk.
+    for (size_t u = 0; u < units_.size(); ++u) {
+      Unit& unit = units_[u];
+      unit.open.erase(microbatch);
+      if (unit.open.empty() && options_.reshard_after_backward) release(static_cast<int>(u));
+    }
+  }
   if (!tree_) return;
   torch::NoGradGuard no_grad;
   // A split backward's I adds only recomputed blocks' gradients, its W the others': the two parts
@@ -335,7 +368,7 @@ void DistributedDataParallel::mark_final(size_t index) {
 
 void DistributedDataParallel::launch(Bucket& bucket) {
   if (flying()) {
-    take_off(bucket);
+    take_off(bucket, /*complete=*/true);
     return;
   }
   if (options_.shard) {
@@ -393,6 +426,7 @@ DdpBucketView DistributedDataParallel::bucket_view(int i) const {
   DdpBucketView view;
   view.params = bucket.params;
   view.grad_shard = bucket.grad_shard;
+  view.param_shard = bucket.param_shard;
   view.shard_size = bucket.grad_shard.defined() ? bucket.grad_shard.numel() : 0;
   view.shard_begin = view.shard_size * shards().rank();
   for (size_t m = 0; m < bucket.members.size(); ++m) {
@@ -424,6 +458,12 @@ void DistributedDataParallel::finish() {
     const auto start = std::chrono::steady_clock::now();
     advance(/*wait=*/true);
     replica_all_reduce();
+    // ZeRO-3: the optimizer updates the slices next; every unit is gathered afresh after.
+    for (size_t u = 0; u < units_.size(); ++u) {
+      units_[u].open.clear();
+      units_[u].sent = 0;
+      release(static_cast<int>(u));
+    }
     // What finish() waited for, and what backward waited for a buffer to leave (limit_airborne).
     exposed_seconds_ =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() + held_up_;
@@ -477,7 +517,7 @@ void DistributedDataParallel::finish() {
   std::fill(seen_.begin(), seen_.end(), false);
 }
 
-void DistributedDataParallel::take_off(Bucket& bucket) {
+void DistributedDataParallel::take_off(Bucket& bucket, bool complete) {
   torch::NoGradGuard no_grad;
   const size_t b = static_cast<size_t>(&bucket - buckets_.data());
   const flight::Label label(str("DDP reduce-scatter bucket ", b, " of ", buckets_.size()));
@@ -523,6 +563,19 @@ void DistributedDataParallel::take_off(Bucket& bucket) {
                                               narrow_ ? ReduceOp::kSum : ReduceOp::kAvg);
   flights_.push_back(std::move(flight));
   peak_bytes_ = std::max(peak_bytes_, gradient_bytes());  // a slice to receive into
+  if (gates() && complete && !options_.split_backward) {
+    // ZeRO-3: once every bucket of the unit has sent its complete gradients, its backward is
+    // done (each parameter's accumulation ran after every operation that read it); a later use
+    // gathers it again through its gate. (A split backward's W pass still reads weights after:
+    // microbatch_done frees the unit there.)
+    const int u = unit_of_bucket_[b];
+    Unit& unit = units_[static_cast<size_t>(u)];
+    if (++unit.sent >= unit.buckets.size()) {
+      unit.sent = 0;
+      unit.open.clear();  // one micro-batch's backward at a time without a split
+      if (options_.reshard_after_backward) release(u);
+    }
+  }
 }
 
 void DistributedDataParallel::limit_airborne(size_t most) {
@@ -654,6 +707,123 @@ int64_t DistributedDataParallel::gradient_bytes() const {
   }
   if (flying()) {  // the gradients autograd is accumulating, until their bucket takes off
     for (const auto& item : params_) add(item.second.grad());
+  }
+  return bytes;
+}
+
+// ZeRO-3.
+
+namespace {
+
+// A tensor's storage emptied and refilled in place: every tensor viewing it (the parameters, and
+// the copies of them autograd saved for backward) reads the refilled bytes, with no version
+// change (the values come back as they were).
+void free_storage(const torch::Tensor& t) {
+  c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+  storage->set_data_ptr_noswap(storage->allocator()->allocate(0));
+  storage->set_nbytes(0);
+}
+
+void refill_storage(const torch::Tensor& t) {
+  c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+  const size_t bytes = static_cast<size_t>(t.numel()) * t.element_size();
+  storage->set_data_ptr_noswap(storage->allocator()->allocate(bytes));
+  storage->set_nbytes(bytes);
+}
+
+}  // namespace
+
+void DistributedDataParallel::cut_slices() {
+  torch::NoGradGuard no_grad;
+  for (auto& bucket : buckets_) {
+    const int64_t size = bucket.param_shard.numel();
+    bucket.param_shard.copy_(bucket.params.narrow(0, size * shards().rank(), size));
+  }
+}
+
+void DistributedDataParallel::gather(int u, bool wait) {
+  if (u < 0 || static_cast<size_t>(u) >= units_.size()) return;
+  Unit& unit = units_[static_cast<size_t>(u)];
+  if (!unit.whole) {
+    const flight::Label label(str("ZeRO-3 all-gather unit ", u, " of ", units_.size()));
+    for (size_t b : unit.buckets) {
+      Bucket& bucket = buckets_[b];
+      refill_storage(bucket.params);
+      unit.gathering.push_back(shards().all_gather_async(bucket.params, bucket.param_shard));
+    }
+    unit.whole = true;
+    unit.sent = 0;
+    peak_param_bytes_ = std::max(peak_param_bytes_, parameter_bytes());
+  }
+  if (!wait || unit.gathering.empty()) return;
+  const auto start = std::chrono::steady_clock::now();
+  for (auto& work : unit.gathering) work->wait();
+  unit.gathering.clear();
+  gather_wait_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void DistributedDataParallel::release(int u) {
+  Unit& unit = units_[static_cast<size_t>(u)];
+  if (!unit.whole || !unit.open.empty()) return;   // a backward in progress still reads it
+  for (auto& work : unit.gathering) work->wait();  // never free a buffer a collective writes
+  unit.gathering.clear();
+  for (size_t b : unit.buckets) free_storage(buckets_[b].params);
+  unit.whole = false;
+  unit.sent = 0;
+}
+
+void DistributedDataParallel::enter(int unit, int prefetch) {
+  gather(unit, /*wait=*/true);
+  gather(prefetch, /*wait=*/false);
+}
+
+void DistributedDataParallel::leave(int unit, const torch::Tensor& output, int prefetch) {
+  if (unit < 0 || static_cast<size_t>(unit) >= units_.size()) return;
+  const bool training = output.defined() && output.requires_grad() && torch::GradMode::is_enabled();
+  if (training) {
+    // The output's gradient is complete just before the unit's backward starts.
+    output.register_hook([this, unit, prefetch, alive = alive_](const torch::Tensor& grad) {
+      if (*alive) backward_starts(unit, prefetch);
+      return grad;
+    });
+  }
+  if (!training || options_.reshard_after_forward) release(unit);
+}
+
+void DistributedDataParallel::backward_starts(int unit, int prefetch) {
+  // The engine has finished the last hooked parameter's accumulation (it runs each accumulation
+  // as soon as it is ready, before any other node): it is final, and a unit whose buckets are
+  // all sent is freed before the next one is gathered — two blocks whole at a time, not three.
+  if (sync_ && have_pending_) {
+    mark_final(pending_index_);
+    have_pending_ = false;
+  }
+  if (static_cast<size_t>(unit) < units_.size()) {
+    units_[static_cast<size_t>(unit)].open.insert(current_microbatch_);
+  }
+  gather(unit, /*wait=*/true);
+  gather(prefetch, /*wait=*/false);
+}
+
+void DistributedDataParallel::with_whole_parameters(const std::function<void()>& use) {
+  if (!gates()) {
+    use();
+    return;
+  }
+  for (size_t u = 0; u < units_.size(); ++u) gather(static_cast<int>(u), /*wait=*/true);
+  use();
+  cut_slices();
+  for (size_t u = 0; u < units_.size(); ++u) release(static_cast<int>(u));
+}
+
+int64_t DistributedDataParallel::parameter_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& bucket : buckets_) {
+    if (bucket.param_shard.defined()) bytes += bucket.param_shard.nbytes();
+  }
+  for (const auto& unit : units_) {
+    if (!unit.whole) continue;
+    for (size_t b : unit.buckets) bytes += buckets_[b].params.nbytes();
   }
   return bytes;
 }

@@ -21,6 +21,13 @@
 // buffer), and when a bucket's are all final they are packed into a buffer that is
 // reduce-scattered (a "flight") and released, so a rank holds its fp32 gradient slice, the
 // gradients of the buckets not yet complete, and the flights in the air.
+// ZeRO-3 (DdpOptions::units) adds the parameters: each bucket's flat parameters are freed (its
+// storage emptied in place, so every view of it, autograd's saved ones included, sees the data
+// again once it is refilled) and only this rank's slice (param_shard) lasts; the model gates
+// each unit (ParameterGate): an all-gather of its buckets before its forward and, by a hook on
+// its output, before its backward, with the next unit's all-gather started beside the compute.
+// A unit is freed when its buckets' flights have all taken off (its backward is done) and at
+// finish(), before the optimizer updates the slices.
 #pragma once
 
 #include <torch/torch.h>
@@ -29,6 +36,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -39,7 +47,7 @@
 
 namespace triax {
 
-class DistributedDataParallel : public GradientSync {
+class DistributedDataParallel : public GradientSync, public ParameterGate {
  public:
   /// `parameters`: this rank's parameters with their names (for messages).
   DistributedDataParallel(std::vector<std::pair<std::string, torch::Tensor>> parameters,
@@ -76,10 +84,22 @@ class DistributedDataParallel : public GradientSync {
   /// Seconds finish() spent waiting for communication in the last step.
   double exposed_seconds() const override { return exposed_seconds_; }
 
+  // ZeRO-3.
+  ParameterGate* parameter_gate() override { return units_.empty() ? nullptr : this; }
+  void enter(int unit, int prefetch) override;
+  void leave(int unit, const torch::Tensor& output, int prefetch) override;
+  void with_whole_parameters(const std::function<void()>& use) override;
+  int64_t parameter_bytes() const override;
+  int64_t peak_parameter_bytes() const override {
+    return std::max(peak_param_bytes_, parameter_bytes());
+  }
+  double gather_wait_seconds() const override { return gather_wait_; }
+
  private:
   struct Bucket {
     torch::Tensor buffer;
     torch::Tensor params;          // shard mode: the flat parameters
+    torch::Tensor param_shard;     // ZeRO-3: this rank's slice of them, the lasting copy
     torch::Tensor grad_shard;      // shard mode: this rank's averaged slice
     torch::Tensor wire;            // reduce_dtype != the gradients' (dp > 1): the buffer as sent
     torch::Tensor wire_shard;      // ... and, in shard mode, the reduced slice as received
@@ -104,7 +124,9 @@ class DistributedDataParallel : public GradientSync {
   void launch(Bucket& bucket);
   void send_slices(Bucket& bucket);  // ZeRO-1: the bucket's reduce-scatter
   bool flying() const { return options_.shard_gradients && options_.shard && !tree_; }
-  void take_off(Bucket& bucket);     // ZeRO-2: the bucket's buffer becomes a flight
+  // ZeRO-2: the bucket's buffer becomes a flight; `complete`: every member's gradient is final
+  // (not a part left by a split backward, or finish()'s rest).
+  void take_off(Bucket& bucket, bool complete = false);
   void advance(bool wait);           // ZeRO-2: move flights on, in launch order; `wait` for all
   void limit_airborne(size_t most);  // ZeRO-2: wait until at most `most` buffers are sending
   void land_flight(Flight& flight);
@@ -115,6 +137,26 @@ class DistributedDataParallel : public GradientSync {
   void land(Bucket& bucket);  // after a narrowed bucket's reduction: widen and average it
   void reduce_tree();         // finish() of layout-invariant numerics
   std::vector<torch::Tensor> buffers() const;  // the buckets, then the holders' gradients
+  // ZeRO-3: a unit's buckets, whether its parameters are whole (or being gathered: `gathering`),
+  // the micro-batches whose backward has reached it and not finished with it (`open`: it is not
+  // freed under them), and how many of its buckets have sent complete gradients since its
+  // backward began (a whole backward is done with the unit when all have).
+  struct Unit {
+    std::vector<size_t> buckets;
+    bool whole = true;
+    std::vector<WorkPtr> gathering;
+    std::set<int> open;
+    size_t sent = 0;
+  };
+  bool gates() const { return !units_.empty(); }
+  void gather(int unit, bool wait);  // allocate and start (or finish) the unit's all-gathers
+  void release(int unit);            // free the unit's parameters (its slices stay)
+  void backward_starts(int unit, int prefetch);  // the hook on a unit's output
+  void cut_slices();                             // param_shard from the whole parameters
+  std::vector<Unit> units_;
+  std::vector<int> unit_of_bucket_;
+  int64_t peak_param_bytes_ = 0;
+  double gather_wait_ = 0;
 
   std::vector<std::pair<std::string, torch::Tensor>> params_;
   std::unordered_map<const c10::TensorImpl*, size_t> index_of_;  // parameter -> its index

@@ -14,6 +14,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -22,6 +23,7 @@
 
 #include "core/config.h"
 #include "parallel/comm/communicator.h"
+#include "parallel/dp/parameter_gate.h"
 
 namespace triax {
 
@@ -29,7 +31,10 @@ namespace triax {
 struct DdpBucketView {
   torch::Tensor params;      ///< the flat parameter buffer [dp * shard_size] (shard mode)
   torch::Tensor grad_shard;  ///< this rank's averaged gradient slice [shard_size] after finish()
-  int64_t shard_begin = 0;   ///< where this rank's slice starts in the flat buffer
+  /// ZeRO-3: this rank's slice of the parameters [shard_size], the only lasting copy (`params`
+  /// is whole only while its unit is gathered); the optimizer updates it. Else undefined.
+  torch::Tensor param_shard;
+  int64_t shard_begin = 0;  ///< where this rank's slice starts in the flat buffer
   int64_t shard_size = 0;
   struct Member {
     size_t index;    ///< position in the parameters given to the constructor
@@ -86,6 +91,23 @@ struct DdpOptions {
   /// ranks' buckets of one such tensor are padded alike, so their slices cover the same elements
   /// and the tied sum can run on the slices.
   std::vector<torch::Tensor> alone;
+  /// The model's units (parameter_gate.h): units[k] is parameter k's, and a bucket never spans
+  /// two (empty: buckets by size only). Every shard level lays its buckets out so, so that one
+  /// bucket layout serves all three levels and they reduce the same sums.
+  std::vector<int> units;
+  /// ZeRO-3 (ddp.shard: parameters), with units, shard and shard_gradients: between uses a rank
+  /// keeps only its slice of each bucket's parameters; the model's ParameterGate calls gather a
+  /// unit (all-gather over the shard group, the next unit prefetched) and free it.
+  bool shard_parameters = false;
+  /// ZeRO-3: free a unit after its forward (true) or keep it until its backward
+  /// (ddp.reshard_after_forward); free it after its backward (true) or keep it until the step
+  /// ends (ddp.reshard_after_backward: false, both false: one gather per step).
+  bool reshard_after_forward = true;
+  bool reshard_after_backward = true;
+  /// ZeRO-3: the schedule splits backward into I and W passes (ZB-H1, ZB-V). A W pass reads
+  /// weights (a norm's weight gradient does), so a unit stays whole from its micro-batch's I
+  /// pass until that micro-batch's last backward action on the chunk (microbatch_done).
+  bool split_backward = false;
 };
 
 class GradientSync {
@@ -129,6 +151,17 @@ class GradientSync {
   /// With reduces_to_slices(): the part of this rank's gradient slice that belongs to `param`
   /// (flat, possibly empty); undefined when `param` is not one of this sync's.
   virtual torch::Tensor gradient_shard(const torch::Tensor& /*param*/) const { return {}; }
+  /// ZeRO-3: the gate the model calls around each unit (null at every other level).
+  virtual ParameterGate* parameter_gate() { return nullptr; }
+  /// Runs `use` with every parameter whole (ZeRO-3 gathers them first and, after, takes each
+  /// rank's slice again from what `use` left, so a load lands in the slices, then frees them).
+  virtual void with_whole_parameters(const std::function<void()>& use) { use(); }
+  /// Bytes of parameters this rank holds now (ZeRO-3: slices and gathered units) and the most
+  /// since zero_grad(); 0 where parameters are simply whole (the model's own bytes).
+  virtual int64_t parameter_bytes() const { return 0; }
+  virtual int64_t peak_parameter_bytes() const { return parameter_bytes(); }
+  /// ZeRO-3: seconds this step's forward and backward waited for all-gathers (not prefetched).
+  virtual double gather_wait_seconds() const { return 0; }
 };
 
 class PerParameterAverage : public GradientSync {

@@ -83,10 +83,17 @@ TEST_CASE("plan_run refuses each invalid layout, naming the key", "[plan]") {
                              "ranks, but ddp.shard is none"));
   Config parameters = gpt(1, 1);
   parameters.ddp.shard = ShardLevel::kParameters;
+  parameters.train.numerics = Numerics::kLayoutInvariant;
   CHECK_THROWS_WITH(plan_run(parameters, 1, DataCheck::kSkip),
-                    Contains("ddp.shard: parameters (ZeRO-3 / FSDP: parameters sharded and "
-                             "gathered per block) is not built yet; valid: none, optimizer, "
-                             "gradients"));
+                    Contains("ddp.shard: parameters reduce-scatters each micro-batch's gradients "
+                             "as backward completes them, but train.numerics: layout_invariant"));
+  Config kept = gpt(1, 1);
+  kept.ddp.shard = ShardLevel::kGradients;
+  kept.ddp.reshard_after_forward = false;
+  CHECK_THROWS_WITH(plan_run(kept, 1, DataCheck::kSkip),
+                    Contains("ddp.reshard_after_forward: false keeps gathered parameters, but "
+                             "ddp.shard is gradients (parameters are whole on every rank); it "
+                             "needs ddp.shard: parameters"));
   Config sgd = gpt(1, 1);
   sgd.ddp.shard = ShardLevel::kGradients;
   sgd.train.optimizer = OptimizerKind::kSgd;

@@ -6,7 +6,11 @@
 // ZeRO-1 in every layout and schedule (with sequence parallelism at tp 2), bit for bit with one
 // micro-batch a step, holding 1/dp of the gradient between steps and a bounded few buckets during
 // backward. Hybrid sharding (optimizer.shard_group 2 at dp 4 and 8), both levels: the same against
-// the unsharded optimizer, 1/2 of the state per rank, and resuming on one process.
+// the unsharded optimizer, 1/2 of the state per rank, and resuming on one process. ZeRO-3
+// (ddp.shard: parameters): ZeRO-2 bit for bit (the same buckets and reductions; the parameters
+// gathered from the slices the update wrote) in every layout and schedule, with recompute,
+// sequence parallelism, hybrid groups and each reshard switch, on the GPT and the Llama; holding
+// 1/dp of the parameters between steps and a few units during one; resuming across levels.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -15,6 +19,7 @@
 #include "parallel/comm/mpi_communicator.h"
 #include "support/test_world.h"
 #include "support/tiny_gpt.h"
+#include "support/tiny_llama.h"
 #include "train/trainer.h"
 
 using namespace triax;
@@ -45,23 +50,25 @@ double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) 
 }
 
 // The largest absolute difference between the two trainers' parameters (same layout).
+std::vector<torch::Tensor> parameters_of(Trainer& trainer);
+
 double max_param_diff(Trainer& got, Trainer& want) {
   double worst = 0;
-  for (size_t c = 0; c < want.chunks().size(); ++c) {
-    const auto expected = want.chunks()[c]->module().parameters();
-    const auto have = got.chunks()[c]->module().parameters();
-    for (size_t k = 0; k < expected.size(); ++k) {
-      worst = std::max(worst, (have[k] - expected[k]).abs().max().item<double>());
-    }
+  const auto expected = parameters_of(want), have = parameters_of(got);
+  for (size_t k = 0; k < expected.size(); ++k) {
+    worst = std::max(worst, (have[k] - expected[k]).abs().max().item<double>());
   }
   return worst;
 }
 
+// Copies of the parameters (ZeRO-3 gathers them for the copy).
 std::vector<torch::Tensor> parameters_of(Trainer& trainer) {
   std::vector<torch::Tensor> out;
-  for (auto& chunk : trainer.chunks()) {
-    for (const auto& p : chunk->module().parameters()) out.push_back(p.detach().clone());
-  }
+  trainer.with_whole_parameters([&] {
+    for (auto& chunk : trainer.chunks()) {
+      for (const auto& p : chunk->module().parameters()) out.push_back(p.detach().clone());
+    }
+  });
   return out;
 }
 
@@ -260,16 +267,19 @@ TEST_CASE("a ZeRO-1 run resumes at another dp", "[mpi][zero]") {
   // 3 steps in `from` (its state sharded within groups of `from_group` dp ranks; 0: all; at
   // `from_level`), the checkpoint contents loaded into a fresh ZeRO-1 trainer in `to`, 3 more.
   const auto resume_across = [&](ParallelContext& from, ParallelContext& to, int from_group = 0,
-                                 ShardLevel from_level = ShardLevel::kOptimizer) {
+                                 ShardLevel from_level = ShardLevel::kOptimizer,
+                                 ShardLevel to_level = ShardLevel::kOptimizer) {
     Config sharded = config;
     sharded.optimizer.shard_group = from_group;
     sharded.ddp.shard = from_level;
     Trainer first(testing::plan_for(sharded, from), from);
     const Run before = train(first, sharded, 0, 3);
     const auto saved = as_map(first.checkpoint_contents());  // collective over dp
-    Trainer second(testing::plan_for(config, to), to);
+    Config resumed = config;
+    resumed.ddp.shard = to_level;
+    Trainer second(testing::plan_for(resumed, to), to);
     second.load_state_tensors(saved);
-    const Run after = train(second, config, 3, 3);
+    const Run after = train(second, resumed, 3, 3);
     std::vector<double> losses = before.losses;
     losses.insert(losses.end(), after.losses.begin(), after.losses.end());
     CHECK(max_rel_diff(losses, expected.losses) < kLossTol);
@@ -283,9 +293,105 @@ TEST_CASE("a ZeRO-1 run resumes at another dp", "[mpi][zero]") {
   SECTION("ZeRO-2 at dp = n -> ZeRO-1 at dp = 1") {
     resume_across(wide, single, 0, ShardLevel::kGradients);
   }
+  SECTION("ZeRO-3 at dp = n -> ZeRO-1 at dp = 1") {
+    resume_across(wide, single, 0, ShardLevel::kParameters);
+  }
+  SECTION("ZeRO-1 at dp = 1 -> ZeRO-3 at dp = n") {
+    resume_across(single, wide, 0, ShardLevel::kOptimizer, ShardLevel::kParameters);
+  }
   if (n >= 4 && n % 2 == 0) {
     SECTION("dp = n in groups of 2 (hybrid sharding) -> dp = 1") {
       resume_across(wide, single, 2);
     }
+  }
+}
+
+namespace {
+
+struct Zero3Case {
+  std::string name;
+  int tp, pp, chunks;
+  Recompute recompute = Recompute::kNone;
+  bool after_forward = true, after_backward = true;
+  int group = 0;
+  bool llama = false;
+};
+
+std::vector<Zero3Case> zero3_cases(int n) {
+  std::vector<Zero3Case> out;
+  for (const bool llama : {false, true}) {
+    for (int tp : {1, 2}) {
+      for (int pp : {1, 2}) {
+        if (n % (tp * pp) != 0 || n / (tp * pp) < 2) continue;  // dp = 1: nothing to shard
+        if (pp == 1) {
+          out.push_back({"1f1b", tp, pp, 1, Recompute::kFull, true, true, 0, llama});
+          out.push_back({"1f1b", tp, pp, 1, Recompute::kSelective, false, true, 0, llama});
+        } else if (!llama) {
+          out.push_back({"gpipe", tp, pp, 1, Recompute::kNone, true, false, 0, llama});
+          out.push_back({"interleaved", tp, pp, 2, Recompute::kFull, true, true, 0, llama});
+          out.push_back({"zbh1", tp, pp, 1, Recompute::kNone, true, true, 0, llama});
+          out.push_back({"zbv", tp, pp, 2, Recompute::kNone, false, false, 0, llama});
+        } else {
+          out.push_back({"1f1b", tp, pp, 1, Recompute::kNone, true, true, 0, llama});
+        }
+      }
+    }
+  }
+  if (n >= 4) out.push_back({"1f1b", 1, 1, 1, Recompute::kNone, true, true, 2, false});  // hybrid
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "ZeRO-3 trains like ZeRO-2 bit for bit in every layout and schedule, keeping 1/dp "
+    "of the parameters",
+    "[mpi][zero]") {
+  std::shared_ptr<Communicator> world = testing::test_world();
+  const int n = world->size();
+  for (const Zero3Case& c : zero3_cases(n)) {
+    const int dp = n / (c.tp * c.pp);
+    INFO((c.llama ? "llama" : "gpt")
+         << " dp=" << dp << " tp=" << c.tp << " pp=" << c.pp << " " << c.name
+         << " recompute=" << c.recompute << " reshard_after_forward=" << c.after_forward
+         << " reshard_after_backward=" << c.after_backward << " shard_group=" << c.group);
+    Config config = c.llama ? testing::tiny_llama_config(c.tp, c.pp, c.name, c.chunks)
+                            : testing::tiny_gpt_config(c.tp, c.pp, c.name, c.chunks);
+    config.train.weight_decay = 0.1;
+    config.train.global_batch = 16;  // 8 / dp micro-batches of 2 per rank
+    config.train.recompute = c.recompute;
+    config.parallel.sequence = c.tp > 1;
+    config.optimizer.shard_group = c.group;
+    ParallelContext context(world, ParallelLayout::from_config(config.parallel, n));
+    config.ddp.shard = ShardLevel::kGradients;
+    Trainer second(testing::plan_for(config, context), context);
+    const Run expected = train(second, config, 0, 5);
+    config.ddp.shard = ShardLevel::kParameters;
+    config.ddp.reshard_after_forward = c.after_forward;
+    config.ddp.reshard_after_backward = c.after_backward;
+    Trainer third(testing::plan_for(config, context), context);
+    const Run got = train(third, config, 0, 5);
+    // Read before the comparison below gathers every unit.
+    const double peak = static_cast<double>(third.peak_parameter_bytes());
+    CHECK(got.losses == expected.losses);
+    CHECK(got.norms == expected.norms);
+    CHECK(same_parameters(third, second));
+    // Between steps: this rank's slices only (buckets padded to equal slices).
+    const int shards = c.group > 0 ? c.group : dp;
+    const double whole = static_cast<double>(second.parameter_bytes());
+    const double held = static_cast<double>(third.parameter_bytes());
+    CHECK(held >= whole / shards);
+    CHECK(held <= whole / shards + 4.0 * 64);  // at most one padding element per bucket
+    // During a step: the slices and the units gathered at once — the one computing, the one
+    // prefetched, a tied head's embedding: 2 of the 4 blocks and the small embedding here (0.6
+    // of the whole); keeping them until backward (or the step's end) holds more, up to the
+    // whole chunk.
+    CHECK(peak > held);
+    if (c.after_forward && c.after_backward && c.pp == 1) CHECK(peak < held + whole * 0.6);
+    CHECK(peak <= held + whole * 1.01);
+    std::printf(
+        "[zero3] %s dp=%d tp=%d pp=%d %-11s parameter bytes: whole %.0f, ZeRO-3 %.0f "
+        "(peak in a step %.0f)\n",
+        c.llama ? "llama" : "gpt  ", dp, c.tp, c.pp, c.name.c_str(), whole, held, peak);
   }
 }

@@ -13,7 +13,7 @@ max=${1:-8}
 [ -x build/triax_bench_memory ] || { echo "build first: tools/setup.sh build" >&2; exit 2; }
 echo "$(nproc) cores, $(date -u +%F); MiB per rank; goal: measured within 10% of theory"
 model=()  # extra --set of the model family (empty: the GPT)
-row() {  # RANKS TP PP RECOMPUTE [SHARD (none|optimizer|gradients) [SEQUENCE]]
+row() {  # RANKS TP PP RECOMPUTE [SHARD (none|optimizer|gradients|parameters) [SEQUENCE]]
   [ "$1" -le "$max" ] || return 0
   mpirun -np "$1" build/triax_bench_memory --set parallel.tensor="$2" --set parallel.pipeline="$3" \
     --set train.recompute="$4" --set ddp.shard="${5:-none}" \
@@ -61,6 +61,6 @@ row 4 2 2 none optimizer true
 row 4 2 2 none gradients true
 # every shard level at dp 2, 4 and 8 (tp 1, pp 1), and at dp 2 with tp 2 x pp 2
 for ranks in 2 4 8; do
-  for shard in none optimizer gradients; do row "$ranks" 1 1 none "$shard"; done
+  for shard in none optimizer gradients parameters; do row "$ranks" 1 1 none "$shard"; done
 done
-for shard in optimizer gradients; do row 8 2 2 none "$shard"; done
+for shard in optimizer gradients parameters; do row 8 2 2 none "$shard"; done

@@ -9,7 +9,10 @@
 // only); optimizer state = what the first step left behind (sharded: the trainer's count of its
 // moments); gradients in a step = DDP's own count of its buffers at their peak (ZeRO-2: the
 // slices, the buckets being filled and those in flight); activations = the peak of live tensors
-// during the next step above its start (ZeRO-2's transient buckets included).
+// during the next step above its start (ZeRO-2's transient buckets included). ZeRO-3: parameters
+// = this rank's slices (DDP's count) between steps, and in a step DDP's count at its peak (the
+// slices and the units gathered at once); the activations then exclude that peak's gathered
+// units, which the parameter column shows.
 // Theory: the model spec's memory formula (models/transformer_memory.h).
 #include <cstdio>
 #include <cstring>
@@ -74,6 +77,9 @@ void run_bench(const Config& config, const std::shared_ptr<Communicator>& world)
     first = first || stage == 0;
     last = last || stage + 1 == static_cast<int>(plan.stage_layers.size());
   }
+  const ShardLevel level = shard_level(config);
+  const bool zero3 = level == ShardLevel::kParameters;
+  if (zero3) params = static_cast<double>(trainer.parameter_bytes());  // the slices
   const int64_t built = TensorMemory::live();
   // A forward first, so caches (the causal masks) are not counted as optimizer state.
   trainer.evaluate_local(batch(0).slice(0, config.train.global_batch / dp));
@@ -82,15 +88,16 @@ void run_bench(const Config& config, const std::shared_ptr<Communicator>& world)
   const int64_t after_first = TensorMemory::live();
   TensorMemory::reset_peak();
   trainer.step(batch(2));
-  const double activations = static_cast<double>(TensorMemory::peak() - after_first);
   const double grads_in_step = static_cast<double>(trainer.peak_gradient_bytes());
+  const double params_in_step = static_cast<double>(trainer.peak_parameter_bytes());
+  const double activations =
+      static_cast<double>(TensorMemory::peak() - after_first) - (params_in_step - params);
 
   const StageMemory th =
       model_spec(config.model.arch).memory(config, context.tp_size(), layers_here, first, last);
   // Without sharding: what building the trainer added beyond the parameters (DDP's buckets) and
   // what the first step left behind (AdamW's moments). With it the moments exist from the start,
   // so the trainer's own count of them is taken and set apart.
-  const ShardLevel level = shard_level(config);
   const bool shard = level != ShardLevel::kNone;
   const double optimizer = shard ? static_cast<double>(trainer.optimizer_state_bytes())
                                  : static_cast<double>(after_first - ready);
@@ -99,20 +106,28 @@ void run_bench(const Config& config, const std::shared_ptr<Communicator>& world)
   // averaged gradient slice next to its buckets (4/dp). ZeRO-2: the slice alone between steps;
   // in a step also the gradients of buckets not yet complete (about 2, never more than the
   // stage's gradient) and 2 buckets' buffers being sent (DdpOptions::shard_gradients).
-  const double grads_theory = level == ShardLevel::kGradients
-                                  ? th.parameter_bytes / dp
-                                  : th.parameter_bytes * (shard ? 1.0 + 1.0 / dp : 1.0);
+  const bool sliced_grads = level == ShardLevel::kGradients || zero3;
+  const double grads_theory =
+      sliced_grads ? th.parameter_bytes / dp : th.parameter_bytes * (shard ? 1.0 + 1.0 / dp : 1.0);
   const double bucket = config.ddp.bucket_mb * 1024 * 1024;
   const double in_step_theory =
-      level == ShardLevel::kGradients
-          ? grads_theory + std::min(th.parameter_bytes, 2 * bucket) + 2 * bucket
-          : grads_theory;
+      sliced_grads ? grads_theory + std::min(th.parameter_bytes, 2 * bucket) + 2 * bucket
+                   : grads_theory;
+  // ZeRO-3: the slices, and at most the unit computing, the one prefetched and a tied head's
+  // embedding whole at once (the planner's formula, plan/predict.cpp).
+  const double embedding =
+      4.0 * static_cast<double>(config.model.vocab * config.model.hidden) / context.tp_size();
+  const double block =
+      (th.parameter_bytes - (first || last ? embedding : 0)) / std::max(1, layers_here);
+  const double params_theory = zero3 ? th.parameter_bytes / dp : th.parameter_bytes;
+  const double params_in_step_theory =
+      zero3 ? params_theory + std::min(th.parameter_bytes, 2 * block + embedding) : params_theory;
   const double optimizer_theory = 2 * th.parameter_bytes / (shard ? dp : 1);
   // Rows: this rank's measured figures and the theory, gathered to rank 0 in rank order.
-  torch::Tensor mine =
-      torch::tensor({params, th.parameter_bytes, grads, grads_theory, optimizer, optimizer_theory,
-                     activations, th.activation_bytes, grads_in_step, in_step_theory},
-                    torch::kDouble);
+  torch::Tensor mine = torch::tensor(
+      {params, params_theory, grads, grads_theory, optimizer, optimizer_theory, activations,
+       th.activation_bytes, grads_in_step, in_step_theory, params_in_step, params_in_step_theory},
+      torch::kDouble);
   const torch::Tensor all = world->all_gather(mine.unsqueeze(0));
   if (world->rank() == 0) {
     const double mib = 1024.0 * 1024.0;
@@ -120,18 +135,19 @@ void run_bench(const Config& config, const std::shared_ptr<Communicator>& world)
       const auto row = all[r];
       const auto f = [&](int k) { return row[k].item<double>(); };
       std::printf(
-          "%-6s dp%d tp%d pp%d %-9s %-8s rank %d | params %6.1f MiB (theory %6.1f) | grads "
-          "%6.1f (%6.1f), in a step %6.1f (<= %6.1f) | AdamW %6.1f (%6.1f) | activations %6.1f "
-          "(%6.1f, measured/theory %.2f)\n",
+          "%-6s dp%d tp%d pp%d %-9s %-8s rank %d | params %6.1f MiB (theory %6.1f), in a step "
+          "%6.1f (<= %6.1f) | grads %6.1f (%6.1f), in a step %6.1f (<= %6.1f) | AdamW %6.1f "
+          "(%6.1f) | activations %6.1f (%6.1f, measured/theory %.2f)\n",
           "memory", dp, context.tp_size(), context.pp_size(),
           choice_name(config.train.recompute).c_str(),
           (std::string(level == ShardLevel::kOptimizer   ? "zero1"
                        : level == ShardLevel::kGradients ? "zero2"
+                       : zero3                           ? "zero3"
                                                          : "") +
            (config.parallel.sequence ? "+sp" : ""))
               .c_str(),
-          r, f(0) / mib, f(1) / mib, f(2) / mib, f(3) / mib, f(8) / mib, f(9) / mib, f(4) / mib,
-          f(5) / mib, f(6) / mib, f(7) / mib, f(6) / f(7));
+          r, f(0) / mib, f(1) / mib, f(10) / mib, f(11) / mib, f(2) / mib, f(3) / mib, f(8) / mib,
+          f(9) / mib, f(4) / mib, f(5) / mib, f(6) / mib, f(7) / mib, f(6) / f(7));
     }
   }
 }

@@ -75,7 +75,10 @@ double ShardedAdamW::step(double max_norm) {
   const AdamWCoefficients plain = adamw_coefficients(options.weight_decay(0.0), step_);
   std::vector<WorkPtr> gathers;
   for (Part& part : parts_) {
-    float* p = part.view.params.data_ptr<float>() + part.view.shard_begin;
+    // ZeRO-3 updates the lasting slice; the next forward gathers it.
+    const bool sliced = part.view.param_shard.defined();
+    float* p = sliced ? part.view.param_shard.data_ptr<float>()
+                      : part.view.params.data_ptr<float>() + part.view.shard_begin;
     float* g = part.view.grad_shard.data_ptr<float>();
     float* m = part.exp_avg.data_ptr<float>();
     float* v = part.exp_avg_sq.data_ptr<float>();
@@ -83,6 +86,7 @@ double ShardedAdamW::step(double max_norm) {
       adamw_update(p + s.begin, g + s.begin, m + s.begin, v + s.begin, s.end - s.begin,
                    s.decays ? decayed : plain);
     }
+    if (sliced) continue;
     // Every replica gets every slice back. The input is a copy: MPI's buffers must not overlap.
     const torch::Tensor mine =
         part.view.params.narrow(0, part.view.shard_begin, part.view.shard_size).clone();

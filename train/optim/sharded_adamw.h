@@ -5,7 +5,8 @@
 // and reduce-scatters the bucket's gradients, so dp rank r holds the averaged gradient of slice r
 // of every bucket. This optimizer keeps AdamW's two moments for that slice only (8/dp bytes per
 // parameter instead of 8), updates the slice with the same fused formula as FusedAdamW, and
-// all-gathers each bucket's parameters so every replica holds the whole model again.
+// all-gathers each bucket's parameters so every replica holds the whole model again (ZeRO-3:
+// it updates the slice of the parameters that is all a rank keeps; the next forward gathers it).
 // Clipping stays global and exact: each rank sums the squares of the counted elements of its
 // slices (a parameter's elements count where the unsharded norm counts them: grad_norm.h), and
 // the sum is all-reduced over dp and then over the model-parallel group.
