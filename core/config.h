@@ -188,13 +188,20 @@ struct DdpConfig {
   /// next one prefetched, and freed after: ZeRO-3, FSDP). optimizer.shard: true is the same as
   /// "optimizer".
   ShardLevel shard = ShardLevel::kNone;
-  /// ddp.shard: parameters: free a unit after its forward (true, default) or keep it until its
-  /// backward (one all-gather fewer per unit and micro-batch, the unit held in between).
+  /// ddp.shard: parameters: free a unit after its forward (true, default) or keep it until a
+  /// backward is done with it (at pp 1, where each micro-batch's backward follows its forward,
+  /// one all-gather fewer per unit and micro-batch; in a pipeline another micro-batch's backward
+  /// may free it first).
   bool reshard_after_forward = true;
-  /// ddp.shard: parameters: free a unit after its backward (true, default) or keep it until the
-  /// step ends (with reshard_after_forward: false, one all-gather per unit and step, as a
-  /// pipeline keeping its stage whole across micro-batches).
+  /// ddp.shard: parameters: free a unit after its backward (true, default) or keep it, once a
+  /// backward gathered it, until the step ends (with reshard_after_forward: false, each unit is
+  /// gathered once per step, as a pipeline keeping its stage whole across micro-batches).
   bool reshard_after_backward = true;
+  /// Buckets end where a model unit ends (the embedding, a block, the head), as ddp.shard:
+  /// parameters lays them out (always on there): the shard levels then share one bucket layout
+  /// and reduce the same sums, bit for bit. More, smaller buckets (slower on few cores). GPT and
+  /// Llama only. Default false.
+  bool unit_buckets = false;
 };
 
 struct OptimizerConfig {

@@ -155,6 +155,10 @@ void visit_ddp(Config& c, ConfigVisitor& v) {
     v.field("reshard_after_backward", c.ddp.reshard_after_backward,
             "shard: parameters: free each block after its backward (false: keep it until the step "
             "ends; both false: one all-gather per block and step)");
+    v.field("unit_buckets", c.ddp.unit_buckets,
+            "buckets end where a block (or the embedding, the head) ends, as shard: parameters "
+            "lays them out: every shard level then reduces the same sums, bit for bit (GPT, "
+            "Llama)");
   });
 }
 

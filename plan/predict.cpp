@@ -139,12 +139,25 @@ RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double ac
   RankMemory m;
   std::vector<ChunkMemory> chunks(schedule.chunks);
   double transient = 0;
+  // ZeRO-3: the most of one chunk whole at once — the unit computing and the one prefetched (two
+  // blocks) and the embedding where the chunk holds it (a tied head gathers it).
+  const double embedding = 4.0 * static_cast<double>(config.model.vocab) *
+                           static_cast<double>(config.model.hidden) / c.tp;
+  double two_units = 0;
   for (int chunk = 0; chunk < schedule.chunks; ++chunk) {
     const int s = schedule.stage_of(r, chunk);
     const StageMemory sm =
         spec.memory(config, c.tp, plan.stage_layers[s].second - plan.stage_layers[s].first, s == 0,
                     s == stages - 1);
     m.parameters += sm.parameter_bytes;
+    {
+      const int64_t layers = plan.stage_layers[s].second - plan.stage_layers[s].first;
+      const bool ends = s == 0 || (s == stages - 1 && config.model.tie_embeddings);
+      const double own = sm.parameter_bytes - (ends ? embedding : 0);
+      const double block = layers > 0 ? own / static_cast<double>(layers) : own;
+      two_units =
+          std::max(two_units, std::min(sm.parameter_bytes, 2 * block + (ends ? embedding : 0)));
+    }
     chunks[chunk] = {sm.activation_bytes - sm.transient_bytes, sm.deferred_weight_bytes};
     transient = std::max(transient, sm.transient_bytes);
     // A sent activation is the stage's output, held by the send instead (a later stage on
@@ -171,18 +184,15 @@ RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double ac
     m.gradients = m.parameters * (c.sharded() ? 1.0 + 1.0 / shards : 1.0);
   }
   if (c.shard == ShardLevel::kParameters) {
-    // ZeRO-3: this rank's slices, and the units whole at once: the one computing and the one
-    // prefetched (two blocks), and a tied head's embedding through backward; with
-    // reshard_after_forward: false a pipeline rank keeps each micro-batch's units from its
-    // forward to its backward (up to its whole stage). Set below: the state and the snapshot
-    // are sized by the whole stage.
-    const double layers =
-        static_cast<double>(config.model.layers) / static_cast<double>(c.pp * c.chunks);
-    const double embedding = 4.0 * static_cast<double>(config.model.vocab) *
-                             static_cast<double>(config.model.hidden) / c.tp;
-    const double block = std::max(0.0, (m.parameters - embedding) / std::max(1.0, layers));
+    // ZeRO-3: this rank's slices and the units whole at once. Two units (above) when each is
+    // freed after its forward and after its backward (a pipeline's micro-batches interleave,
+    // but each gathers a unit only while it computes with it); the whole stage when a switch
+    // keeps them, or under a split backward (a unit stays whole from a micro-batch's I pass to
+    // its W pass, and some W is always pending). Set below:
+    // the state and the snapshot are sized by the whole stage.
+    const bool split = c.schedule == ScheduleKind::kZbh1 || c.schedule == ScheduleKind::kZbv;
     const bool keeps = !config.ddp.reshard_after_forward || !config.ddp.reshard_after_backward;
-    const double gathered = keeps ? m.parameters : std::min(m.parameters, 2 * block + embedding);
+    const double gathered = keeps || split ? m.parameters : two_units;
     sliced_parameters = m.parameters / shards + gathered;
   }
   if (config.train.optimizer == OptimizerKind::kAdamW) {

@@ -153,6 +153,12 @@ void check_sharded_optimizer(const Config& config, const BatchPlan& batch) {
         "micro-batches first (set ddp.shard: optimizer or gradients, which reduce as ZeRO-1 there, "
         "or train.numerics: fast)");
   }
+  if (config.ddp.unit_buckets && !model_spec(config.model.arch).pipelined) {
+    throw ConfigError(
+        str("ddp.unit_buckets: true ends buckets where a transformer block ends, but "
+            "model.arch is '",
+            config.model.arch, "' (set ddp.unit_buckets: false)"));
+  }
   if (level != ShardLevel::kParameters &&
       (!config.ddp.reshard_after_forward || !config.ddp.reshard_after_backward)) {
     throw ConfigError(str("ddp.reshard_after_",

@@ -91,7 +91,8 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     for (const auto& item : module.named_parameters()) {
       const ParamTraits& t = traits.at(item.key());
       named.emplace_back(item.key(), item.value());
-      if (level != ShardLevel::kNone) {  // every level's buckets end where a unit does
+      // ZeRO-3 gathers by unit; ddp.unit_buckets lays any level's buckets out as ZeRO-3 does.
+      if (level == ShardLevel::kParameters || config_.ddp.unit_buckets) {
         const int unit = chunks_.back()->parameter_unit(item.key());
         TRIAX_CHECK(unit >= 0, "ddp.shard: no unit for parameter ", item.key());
         ddp.units.push_back(unit);

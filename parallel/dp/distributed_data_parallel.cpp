@@ -126,6 +126,14 @@ DistributedDataParallel::DistributedDataParallel(
 
 DistributedDataParallel::~DistributedDataParallel() {
   *alive_ = false;
+  for (auto& unit : units_) {  // a prefetch still writing into a bucket (an error path)
+    for (auto& work : unit.gathering) {
+      try {
+        work->wait();
+      } catch (...) {
+      }
+    }
+  }
   for (auto& flight : flights_) {
     if (flight.work) {
       try {
@@ -461,6 +469,7 @@ void DistributedDataParallel::finish() {
     // ZeRO-3: the optimizer updates the slices next; every unit is gathered afresh after.
     for (size_t u = 0; u < units_.size(); ++u) {
       units_[u].open.clear();
+      units_[u].kept = false;
       units_[u].sent = 0;
       release(static_cast<int>(u));
     }
@@ -764,7 +773,9 @@ void DistributedDataParallel::gather(int u, bool wait) {
 
 void DistributedDataParallel::release(int u) {
   Unit& unit = units_[static_cast<size_t>(u)];
-  if (!unit.whole || !unit.open.empty()) return;   // a backward in progress still reads it
+  if (!unit.whole || !unit.open.empty()) return;  // a backward in progress still reads it
+  // reshard_after_backward: false keeps a unit its backward gathered until finish().
+  if (unit.kept && !options_.reshard_after_backward) return;
   for (auto& work : unit.gathering) work->wait();  // never free a buffer a collective writes
   unit.gathering.clear();
   for (size_t b : unit.buckets) free_storage(buckets_[b].params);
@@ -800,6 +811,7 @@ void DistributedDataParallel::backward_starts(int unit, int prefetch) {
   }
   if (static_cast<size_t>(unit) < units_.size()) {
     units_[static_cast<size_t>(unit)].open.insert(current_microbatch_);
+    units_[static_cast<size_t>(unit)].kept = true;
   }
   gather(unit, /*wait=*/true);
   gather(prefetch, /*wait=*/false);

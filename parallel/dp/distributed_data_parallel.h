@@ -146,6 +146,7 @@ class DistributedDataParallel : public GradientSync, public ParameterGate {
     bool whole = true;
     std::vector<WorkPtr> gathering;
     std::set<int> open;
+    bool kept = false;  // gathered by a backward this step (reshard_after_backward: false)
     size_t sent = 0;
   };
   bool gates() const { return !units_.empty(); }

@@ -92,8 +92,8 @@ struct DdpOptions {
   /// and the tied sum can run on the slices.
   std::vector<torch::Tensor> alone;
   /// The model's units (parameter_gate.h): units[k] is parameter k's, and a bucket never spans
-  /// two (empty: buckets by size only). Every shard level lays its buckets out so, so that one
-  /// bucket layout serves all three levels and they reduce the same sums.
+  /// two (empty: buckets by size only). ZeRO-3 needs them; ddp.unit_buckets gives them to the
+  /// other levels, which then lay their buckets out alike and reduce the same sums.
   std::vector<int> units;
   /// ZeRO-3 (ddp.shard: parameters), with units, shard and shard_gradients: between uses a rank
   /// keeps only its slice of each bucket's parameters; the model's ParameterGate calls gather a

@@ -7,7 +7,8 @@
 // micro-batch a step, holding 1/dp of the gradient between steps and a bounded few buckets during
 // backward. Hybrid sharding (optimizer.shard_group 2 at dp 4 and 8), both levels: the same against
 // the unsharded optimizer, 1/2 of the state per rank, and resuming on one process. ZeRO-3
-// (ddp.shard: parameters): ZeRO-2 bit for bit (the same buckets and reductions; the parameters
+// (ddp.shard: parameters): ZeRO-2 bit for bit (with ddp.unit_buckets, the same buckets and
+// reductions; the parameters
 // gathered from the slices the update wrote) in every layout and schedule, with recompute,
 // sequence parallelism, hybrid groups and each reshard switch, on the GPT and the Llama; holding
 // 1/dp of the parameters between steps and a few units during one; resuming across levels.
@@ -315,6 +316,7 @@ struct Zero3Case {
   bool after_forward = true, after_backward = true;
   int group = 0;
   bool llama = false;
+  bool bf16 = false;  // train.precision and ddp.reduce_dtype bf16
 };
 
 std::vector<Zero3Case> zero3_cases(int n) {
@@ -333,11 +335,15 @@ std::vector<Zero3Case> zero3_cases(int n) {
           out.push_back({"zbv", tp, pp, 2, Recompute::kNone, false, false, 0, llama});
         } else {
           out.push_back({"1f1b", tp, pp, 1, Recompute::kNone, true, true, 0, llama});
+          out.push_back({"zbv", tp, pp, 2, Recompute::kNone, true, true, 0, llama});
         }
       }
     }
   }
   if (n >= 4) out.push_back({"1f1b", 1, 1, 1, Recompute::kNone, true, true, 2, false});  // hybrid
+  for (const bool llama : {false, true}) {  // bf16 compute and wire
+    out.push_back({"1f1b", 1, 1, 1, Recompute::kNone, true, true, 0, llama, true});
+  }
   return out;
 }
 
@@ -354,7 +360,8 @@ TEST_CASE(
     INFO((c.llama ? "llama" : "gpt")
          << " dp=" << dp << " tp=" << c.tp << " pp=" << c.pp << " " << c.name
          << " recompute=" << c.recompute << " reshard_after_forward=" << c.after_forward
-         << " reshard_after_backward=" << c.after_backward << " shard_group=" << c.group);
+         << " reshard_after_backward=" << c.after_backward << " shard_group=" << c.group
+         << " bf16=" << c.bf16);
     Config config = c.llama ? testing::tiny_llama_config(c.tp, c.pp, c.name, c.chunks)
                             : testing::tiny_gpt_config(c.tp, c.pp, c.name, c.chunks);
     config.train.weight_decay = 0.1;
@@ -362,8 +369,13 @@ TEST_CASE(
     config.train.recompute = c.recompute;
     config.parallel.sequence = c.tp > 1;
     config.optimizer.shard_group = c.group;
+    if (c.bf16) {
+      config.train.precision = Precision::kBf16;
+      config.ddp.reduce_dtype = Precision::kBf16;
+    }
     ParallelContext context(world, ParallelLayout::from_config(config.parallel, n));
     config.ddp.shard = ShardLevel::kGradients;
+    config.ddp.unit_buckets = true;  // ZeRO-3's bucket layout: the same sums
     Trainer second(testing::plan_for(config, context), context);
     const Run expected = train(second, config, 0, 5);
     config.ddp.shard = ShardLevel::kParameters;
@@ -371,8 +383,12 @@ TEST_CASE(
     config.ddp.reshard_after_backward = c.after_backward;
     Trainer third(testing::plan_for(config, context), context);
     const Run got = train(third, config, 0, 5);
-    // Read before the comparison below gathers every unit.
+    // Read before the comparison below gathers every unit. Between steps every parameter's
+    // storage is empty (its values live only in the slices).
     const double peak = static_cast<double>(third.peak_parameter_bytes());
+    for (auto& chunk : third.chunks()) {
+      for (const auto& p : chunk->module().parameters()) CHECK(p.storage().nbytes() == 0);
+    }
     CHECK(got.losses == expected.losses);
     CHECK(got.norms == expected.norms);
     CHECK(same_parameters(third, second));
