@@ -197,6 +197,9 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
                                 "    micro_batch_invariant: false\n",
                                 "    reduce_dtype: \"fp32\"\n",
                                 "    shard: \"none\"\n",
+                                "    reshard_after_forward: true\n",
+                                "    reshard_after_backward: true\n",
+                                "    unit_buckets: false\n",
                                 "    heartbeat_s: 15\n",
                                 "    async: false\n"}) {
     const auto at = written.find(key);

@@ -106,12 +106,13 @@ TEST_CASE("enumeration lists every layout the run accepts, and only those", "[pl
   // Two chunks per rank need 2 x pp layers: none at pp 4 (4 layers).
   for (const Candidate& k : all) CHECK((k.pp == 4 ? k.chunks == 1 : true));
   for (const std::string& n : names) CHECK(n.find("tp8") == std::string::npos);
-  // The count by hand for (dp, tp, pp) = (8, 1, 1): micro-batches 1, 2; 3 recompute modes; ZeRO-1
-  // unsharded, ZeRO-1 and ZeRO-2: 18.
+  // The count by hand for (dp, tp, pp) = (8, 1, 1): micro-batches 1, 2; 3 recompute modes;
+  // unsharded, ZeRO-1, ZeRO-2 and ZeRO-3: 24.
   int flat = 0;
   for (const Candidate& k : all) flat += k.dp == 8;
-  CHECK(flat == 18);
+  CHECK(flat == 24);
   CHECK(names.count("dp8 tp1 pp1 b2x1 none zero2"));
+  CHECK(names.count("dp8 tp1 pp1 b2x1 none zero3"));
 }
 
 TEST_CASE("interleaved schedules come with 2, 4 and 8 virtual stages where layers allow",
