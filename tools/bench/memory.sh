@@ -2,7 +2,7 @@
 # Benchmark (not a test): per-rank training memory, measured (bytes of live tensors, a counting
 # allocator) next to the analytic model, for the main job's GPT scaled up (hidden 512, 8 layers,
 # 8 heads, sequence 256, micro-batch 4, fp32, AdamW): the baseline and activation recompute
-# (selective, full), ZeRO-1 and ZeRO-2 (ddp.shard) and sequence parallelism (parallel.sequence), in
+# (selective, full), ZeRO-1, -2 and -3 (ddp.shard) and sequence parallelism (parallel.sequence), in
 # layouts from 1 to 8 ranks; then the same shape as a Llama (8 of 8 heads as 4 kv heads, SwiGLU
 # 1408, untied head). Formulas: models/transformer_memory.h and
 # docs/memory.md. Each row is the first rank and, with a pipeline, the last (stages differ).
