@@ -54,6 +54,11 @@ TEST_CASE("plan_run refuses each invalid layout, naming the key", "[plan]") {
   mlp.parallel.tensor = 2;
   CHECK_THROWS_WITH(plan_run(mlp, 2, DataCheck::kSkip),
                     Contains("parallel.tensor: 2 is not supported by model.arch=mlp"));
+  Config units;  // the MLP has no transformer units to lay buckets out by
+  units.ddp.unit_buckets = true;
+  CHECK_THROWS_WITH(plan_run(units, 1, DataCheck::kSkip),
+                    Contains("ddp.unit_buckets: true ends buckets where a transformer block ends, "
+                             "but model.arch is 'mlp' (set ddp.unit_buckets: false)"));
   CHECK_THROWS_WITH(plan_run(gpt(1, 1), 3, DataCheck::kSkip),
                     Contains("train.global_batch: 8 is not divisible by dp = 3"));
   Config micro = gpt(1, 1);
