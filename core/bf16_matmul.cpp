@@ -169,20 +169,22 @@ struct WeightCopy {
 thread_local int copies_depth = 0;
 thread_local std::unordered_map<const c10::TensorImpl*, WeightCopy> copies;
 
-// The value a bf16 product sees, held in fp32: rounded to bf16 (exact when already bf16).
+// The value a bf16 product sees, held in fp32: rounded to bf16 (widened, exactly, when already
+// bf16: train.param_dtype: bf16's working weights share their widened copy likewise).
 torch::Tensor bf16_value(const torch::Tensor& t) {
-  if (t.scalar_type() == torch::kBFloat16) return WidenBf16::apply(t);
-  if (t.scalar_type() != torch::kFloat) return t.to(torch::kBFloat16).to(torch::kFloat);
+  const bool bf16 = t.scalar_type() == torch::kBFloat16;
+  if (!bf16 && t.scalar_type() != torch::kFloat) return t.to(torch::kBFloat16).to(torch::kFloat);
+  const auto fresh = [&] { return bf16 ? WidenBf16::apply(t) : RoundToBf16::apply(t); };
   const bool shared =
       copies_depth > 0 && t.is_leaf() && t.requires_grad() && torch::GradMode::is_enabled();
-  if (!shared) return RoundToBf16::apply(t);
+  if (!shared) return fresh();
   const auto it = copies.find(t.unsafeGetTensorImpl());
   if (it != copies.end() && !it->second.owner.expired() && it->second.version == t._version()) {
     return it->second.values;
   }
   WeightCopy copy{
       c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(t.getIntrusivePtr()),
-      t._version(), RoundToBf16::apply(t)};
+      t._version(), fresh()};
   copies.insert_or_assign(t.unsafeGetTensorImpl(), copy);
   return copy.values;
 }
@@ -214,7 +216,14 @@ Bf16WeightCopies::~Bf16WeightCopies() {
 // fp32, the plain op, one rounding of the output.
 torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight,
                            const torch::Tensor& bias) {
-  if (!emulates(x)) return torch::linear(x, weight, bias);
+  if (!emulates(x)) {
+    // bf16 working weights met by an fp32 input outside autocast (which would cast them itself):
+    // widened, exactly, as torch::linear takes one dtype.
+    const auto like_x = [&](const torch::Tensor& t) {
+      return t.defined() && !AutocastScope::active() ? convert_precision(t, x.scalar_type()) : t;
+    };
+    return torch::linear(x, like_x(weight), like_x(bias));
+  }
   const AutocastScope fp32(false);
   return bf16_output(torch::linear(bf16_value(x), bf16_value(weight),
                                    bias.defined() ? bf16_value(bias) : torch::Tensor()));

@@ -130,6 +130,11 @@ struct TrainConfig {
   /// (fp32 products of bf16-rounded inputs), "auto" (native where the CPU has bf16 dot products
   /// and LibTorch's kernel sums in fp32, else emulated). Default "auto".
   Bf16Matmul bf16_matmul = Bf16Matmul::kAuto;
+  /// The working weights' dtype: "fp32" (they are the master weights), or "bf16" (with precision
+  /// bf16 and ddp.shard optimizer, gradients or parameters: the model holds bf16 roundings of an
+  /// fp32 master copy that lives in the sharded optimizer's slice; gradients accumulate in fp32;
+  /// checkpoints hold the master). Default "fp32".
+  Precision param_dtype = Precision::kFp32;
   /// "fast", or "layout_invariant": every sum of a step (micro-batch gradients, their dp
   /// reduction, the loss, the gradient norm) in one order fixed by the global batch, so any dp,
   /// pp, schedule, recompute or ZeRO setting gives one process's bits (docs/numerics.md).

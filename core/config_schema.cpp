@@ -92,6 +92,10 @@ void visit_train(Config& c, ConfigVisitor& v) {
                  "how bf16 matmuls run (same arithmetic: bf16 inputs, fp32 sums, one rounding): "
                  "native = oneDNN's bf16 kernels, emulated = fp32 products of bf16-rounded "
                  "inputs, auto = native where the CPU has bf16 dot products, else emulated");
+    choice_field(v, "param_dtype", c.train.param_dtype,
+                 "working weights: fp32 = the master weights; bf16 (with precision: bf16 and a "
+                 "sharded ddp.shard) = bf16 roundings of an fp32 master kept in the optimizer's "
+                 "slice, gradients accumulated in fp32, checkpoints of the master");
     choice_field(v, "numerics", c.train.numerics,
                  "fast, or layout_invariant = every sum of a step in one order fixed by the "
                  "global batch: any dp, pp, schedule, recompute or ZeRO gives one process's bits");

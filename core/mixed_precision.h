@@ -11,6 +11,9 @@
 //            softmax and the loss (the models keep them fp32 explicitly), the residual stream.
 //   wire     ddp.reduce_dtype: the dtype gradients cross the data-parallel group in (bf16 halves
 //            the bytes; the sum is rounded once per bucket).
+//   weights  train.param_dtype: bf16 makes the working weights the model computes with (and
+//            ZeRO-3 gathers) bf16 roundings of an fp32 master copy that lives in the sharded
+//            optimizer's slice; gradients still accumulate in fp32 (DdpOptions::param_dtype).
 #pragma once
 
 #include <torch/torch.h>
@@ -27,6 +30,7 @@ class MixedPrecision {
   explicit MixedPrecision(const Config& config)
       : bf16_compute_(config.train.precision == Precision::kBf16),
         bf16_wire_(config.ddp.reduce_dtype == Precision::kBf16),
+        bf16_weights_(config.train.param_dtype == Precision::kBf16),
         matmul_(config.train.bf16_matmul) {}
 
   /// The model's matmuls run in bf16.
@@ -44,6 +48,11 @@ class MixedPrecision {
   /// Bytes per gradient element on the dp group's wire (the planner's message sizes).
   double wire_bytes() const { return bf16_wire_ ? 2.0 : 4.0; }
 
+  /// The dtype of the working weights (fp32: they are the master weights).
+  torch::ScalarType param_dtype() const { return bf16_weights_ ? torch::kBFloat16 : torch::kFloat; }
+  /// Bytes per working weight (the planner's and the memory benchmark's figures).
+  double param_bytes() const { return bf16_weights_ ? 2.0 : 4.0; }
+
   /// Chooses the process's bf16 matmul path (train.bf16_matmul) before any compute; throws
   /// ConfigError naming the key where `native` would be inexact. Nothing to do in fp32.
   void select_matmul_path() const;
@@ -53,6 +62,7 @@ class MixedPrecision {
  private:
   bool bf16_compute_;
   bool bf16_wire_;
+  bool bf16_weights_;
   Bf16Matmul matmul_;
 };
 

@@ -5,6 +5,7 @@
 #include "core/bf16_matmul.h"
 #include "core/error.h"
 #include "models/activation_checkpoint.h"
+#include "models/layer_norm.h"
 #include "models/part_seed.h"
 #include "models/rms_norm.h"
 #include "models/rotary.h"
@@ -18,8 +19,7 @@ constexpr double kInitStd = 0.02;
 
 torch::nn::AnyModule make_norm(const TransformerOptions& o) {
   if (o.norm == NormKind::kRmsNorm) return torch::nn::AnyModule(RmsNorm(o.hidden, o.norm_eps));
-  return torch::nn::AnyModule(
-      torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.hidden}).eps(o.norm_eps)));
+  return torch::nn::AnyModule(LayerNorm(o.hidden, o.norm_eps));
 }
 
 // The sequence-parallel rule, in one place: on for a forward in training with tp > 1.
@@ -262,7 +262,8 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids) {
   torch::Tensor h = token_embedding(ids);
   if (position_embedding) {
     const torch::Tensor positions = torch::arange(ids.size(1), torch::kLong);
-    h = h + position_embedding(positions).unsqueeze(0);
+    // A bf16 working weight's rows widened (exact): the residual stream stays fp32.
+    h = h + convert_precision(position_embedding(positions), h.scalar_type()).unsqueeze(0);
   }
   if (gate_) gate_->leave(0, h, -1);
   if (sequence_parallel()) {

@@ -195,16 +195,24 @@ RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double ac
     const double gathered = keeps || split ? m.parameters : two_units;
     sliced_parameters = m.parameters / shards + gathered;
   }
+  // bf16 working weights (train.param_dtype, sharded levels only): half the bytes of the
+  // weights, whole or sliced and gathered; their fp32 master lives beside the moments.
+  const MixedPrecision precision(config);
+  const double working = precision.param_bytes() / 4.0;
+  const bool master = precision.param_dtype() != torch::kFloat;
   if (config.train.optimizer == OptimizerKind::kAdamW) {
-    m.optimizer = 2 * m.parameters / shards;
+    m.optimizer = (master ? 3 : 2) * m.parameters / shards;
   } else if (config.train.momentum != 0) {
     m.optimizer = m.parameters;
   }
   if (config.checkpoint.async && config.checkpoint.every > 0) {
-    // The snapshot holds the stage's whole optimizer state, ZeRO-1 or not (it is gathered).
-    m.checkpoint_snapshot = m.parameters + m.optimizer * shards;
+    // The snapshot holds the stage's whole optimizer state, ZeRO-1 or not (it is gathered; a
+    // master is saved in the parameters' place).
+    m.checkpoint_snapshot = (master ? 0 : m.parameters) + m.optimizer * shards;
   }
+  m.fp32_parameters = m.parameters;
   if (sliced_parameters >= 0) m.parameters = sliced_parameters;
+  m.parameters *= working;
   return m;
 }
 
@@ -213,6 +221,8 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
                        const PlanTopology& topology, double most_parameters) {
   if (c.dp <= 1) return 0;
   const double grad_bytes = most_parameters / 4 * MixedPrecision(plan.config).wire_bytes();
+  // What an all-gather of the parameters moves: the working weights (bf16 under param_dtype).
+  const double weight_bytes = most_parameters / 4 * MixedPrecision(plan.config).param_bytes();
   const std::vector<int> dp_group = plan.layout.group_of(Axis::kDp, 0);
   const LinkClass link = topology.link_of(dp_group);
   const int local = std::min(c.dp, topology.per_node());
@@ -244,7 +254,7 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
     return times * profile.link(Collective::kReduceScatter, s, inside).time(grad_bytes) +
            profile.link(Collective::kAllReduce, c.dp / s, topology.link_of(across))
                .time(grad_bytes / s) +
-           gathers * profile.link(Collective::kAllGather, s, inside).time(most_parameters);
+           gathers * profile.link(Collective::kAllGather, s, inside).time(weight_bytes);
   }
   double seconds = 0;
   if (c.sharded()) {
@@ -260,7 +270,7 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
     seconds = profile.link(Collective::kAllReduce, c.dp, link).time(grad_bytes);
   }
   if (c.sharded()) {  // parameters gathered back after the sharded update (ZeRO-3: per use)
-    seconds += gathers * profile.link(Collective::kAllGather, c.dp, link).time(most_parameters);
+    seconds += gathers * profile.link(Collective::kAllGather, c.dp, link).time(weight_bytes);
   }
   return seconds;
 }
@@ -316,7 +326,7 @@ Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profi
     RankMemory m = rank_memory(plan, c, r, activation_bytes);
     m.in_flight = sim.peak_activations[r];
     out.peak_bytes = std::max(out.peak_bytes, m.total());
-    most_parameters = std::max(most_parameters, m.parameters);
+    most_parameters = std::max(most_parameters, m.fp32_parameters);  // ZeRO-3: not its slices
     out.memory.push_back(m);
   }
 

@@ -36,7 +36,11 @@ namespace triax {
 
 /// Bytes one rank holds at its peak (tensor data; the process adds Profile::base_bytes).
 struct RankMemory {
+  /// The working weights held at the peak: fp32, or bf16 (train.param_dtype), whole, or ZeRO-3's
+  /// slices and gathered units.
   double parameters = 0;
+  /// The rank's whole parameters in fp32 (gradients, optimizer state and messages scale by it).
+  double fp32_parameters = 0;
   double gradients = 0;
   double optimizer = 0;
   double activations = 0;

@@ -208,6 +208,34 @@ void check_sharded_optimizer(const Config& config, const BatchPlan& batch) {
   }
 }
 
+// bf16 working weights round an fp32 master that only the sharded optimizer keeps (beside its
+// moments), for a model whose matmuls already take bf16 inputs.
+void check_param_dtype(const Config& config) {
+  if (config.train.param_dtype != Precision::kBf16) return;
+  if (!model_spec(config.model.arch).pipelined) {
+    throw ConfigError(str("train.param_dtype: bf16 is supported for model.arch: gpt, llama, not '",
+                          config.model.arch, "' (set train.param_dtype: fp32)"));
+  }
+  if (config.train.precision != Precision::kBf16) {
+    throw ConfigError(
+        str("train.param_dtype: bf16 feeds bf16 weights to bf16 matmuls, but "
+            "train.precision is ",
+            config.train.precision, " (set train.precision: bf16, or train.param_dtype: fp32)"));
+  }
+  if (shard_level(config) == ShardLevel::kNone) {
+    throw ConfigError(
+        "train.param_dtype: bf16 keeps the fp32 master weights in the sharded optimizer's "
+        "slices, but ddp.shard is none (set ddp.shard: optimizer, gradients or parameters, or "
+        "train.param_dtype: fp32)");
+  }
+  if (config.train.numerics == Numerics::kLayoutInvariant) {
+    throw ConfigError(
+        "train.param_dtype: bf16 adds each bf16 gradient into an fp32 main gradient as backward "
+        "hands it over, but train.numerics: layout_invariant sums fp32 gradients in a tree over "
+        "the micro-batches (set train.param_dtype: fp32, or train.numerics: fast)");
+  }
+}
+
 // A bf16 wire is DDP's bucket copy; the per-parameter baseline has none.
 void check_reduce_dtype(const Config& config) {
   if (config.ddp.reduce_dtype == Precision::kBf16 && !config.ddp.bucketed) {
@@ -296,6 +324,7 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
   spec.check_layout(config);
   plan.batch = BatchPlan::create(config.train, plan.layout.dp_size());
   check_gpt_only_options(config);
+  check_param_dtype(config);
   check_sharded_optimizer(config, plan.batch);
   check_reduce_dtype(config);
   check_numerics(config, plan.batch);

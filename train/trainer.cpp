@@ -83,6 +83,7 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     ddp.reshard_after_forward = config_.ddp.reshard_after_forward;
     ddp.reshard_after_backward = config_.ddp.reshard_after_backward;
     ddp.reduce_dtype = MixedPrecision(config_).wire_dtype();
+    ddp.param_dtype = MixedPrecision(config_).param_dtype();
     ddp.tree_leaves = tree_leaves;
     ddp.tree_pairs = !split;
     ddp.shard_group = shard_group_.get();
@@ -368,16 +369,25 @@ void Trainer::with_whole_parameters(const std::function<void()>& use, size_t fir
 
 CheckpointContents Trainer::checkpoint_contents() {
   std::vector<NamedTensors> state = optimizer_->state_by_parameter();  // collective (ZeRO-1)
+  // bf16 working weights: the file holds the fp32 master (collective), not their rounding.
+  const std::vector<torch::Tensor> master = optimizer_->master_weights();
   CheckpointContents out;
-  // ZeRO-3 gathers the parameters for the save and frees them after: the file gets copies.
-  const bool sliced = shard_level(config_) == ShardLevel::kParameters;
-  with_whole_parameters([&] {
-    for (size_t k = 0; k < params_.size(); ++k) {
-      const torch::Tensor value = params_[k].tensor.detach();
-      out.tensors.emplace_back(params_[k].name, sliced ? value.clone() : value);
-      for (auto& named : state[k]) out.tensors.push_back(std::move(named));
-    }
-  });
+  const auto add = [&](size_t k, const torch::Tensor& value) {
+    out.tensors.emplace_back(params_[k].name, value);
+    for (auto& named : state[k]) out.tensors.push_back(std::move(named));
+  };
+  if (!master.empty()) {
+    for (size_t k = 0; k < params_.size(); ++k) add(k, master[k]);
+  } else {
+    // ZeRO-3 gathers the parameters for the save and frees them after: the file gets copies.
+    const bool sliced = shard_level(config_) == ShardLevel::kParameters;
+    with_whole_parameters([&] {
+      for (size_t k = 0; k < params_.size(); ++k) {
+        const torch::Tensor value = params_[k].tensor.detach();
+        add(k, sliced ? value.clone() : value);
+      }
+    });
+  }
   for (size_t c = 0; c < chunks_.size(); ++c) {
     const int chunk = static_cast<int>(c);
     for (auto& [name, value] : chunks_[c]->rng_state()) {
@@ -399,6 +409,8 @@ void Trainer::load_state_tensors(const std::map<std::string, torch::Tensor>& ten
   }
   with_whole_parameters([&] {  // ZeRO-3: each rank's slices are cut from the loaded values
     torch::NoGradGuard no_grad;
+    // bf16 working weights: rounded to nearest even, as the optimizer rounds its master (which
+    // load_state takes from the same fp32 values).
     for (const auto& p : params_) p.tensor.copy_(tensors.at(p.name));
   });
   optimizer_->load_state(tensors);

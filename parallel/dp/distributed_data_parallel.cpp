@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/bf16_matmul.h"
 #include "core/error.h"
 #include "core/flight_recorder.h"
 #include "parallel/comm/tree_all_reduce.h"
@@ -21,6 +22,9 @@ DistributedDataParallel::DistributedDataParallel(
   seen_.assign(params_.size(), false);
   touched_.assign(params_.size(), false);
   views_.resize(params_.size());
+  main_.resize(params_.size());
+  if (!params_.empty()) grad_dtype_ = params_.front().second.scalar_type();
+  TRIAX_CHECK(!mains() || options_.shard, "DDP: bf16 working weights need shard mode");
   // Reverse registration order: the last layers' gradients come first in backward.
   std::vector<std::vector<size_t>> groups(1);
   double bytes = 0;
@@ -62,12 +66,13 @@ DistributedDataParallel::DistributedDataParallel(
     if (options_.shard) numel = (numel + ranks - 1) / ranks * ranks;  // equal slices
     Bucket bucket;
     bucket.numel = numel;
-    const auto options = params_[members.front()].second.options();
+    const auto options = params_[members.front()].second.options();  // the gradients'
+    const auto working = options.dtype(options_.param_dtype);        // the weights'
     if (!lazy) bucket.buffer = torch::zeros({numel}, options);
     if (options_.shard) {
-      bucket.params = torch::zeros({numel}, options);
+      bucket.params = torch::zeros({numel}, working);
       bucket.grad_shard = torch::zeros({numel / ranks}, options);
-      if (gated) bucket.param_shard = torch::zeros({numel / ranks}, options);
+      if (gated) bucket.param_shard = torch::zeros({numel / ranks}, working);
     }
     if (narrow_ && !lazy) {
       bucket.wire = torch::empty({numel}, options.dtype(options_.reduce_dtype));
@@ -79,7 +84,8 @@ DistributedDataParallel::DistributedDataParallel(
       if (!lazy) views_[k] = bucket.buffer.narrow(0, offset, p.numel()).view(p.sizes());
       bucket.offsets.push_back(offset);
       if (options_.shard) {
-        // The parameter now lives in the flat buffer: one slice of it is this rank's shard.
+        // The parameter now lives in the flat buffer: one slice of it is this rank's shard (bf16
+        // working weights: rounded to nearest even, in the dtype the model then computes with).
         torch::NoGradGuard no_grad;
         torch::Tensor flat = bucket.params.narrow(0, offset, p.numel()).view(p.sizes());
         flat.copy_(p);
@@ -100,7 +106,7 @@ DistributedDataParallel::DistributedDataParallel(
   }
   if (gated) cut_slices();  // whole until broadcast_parameters() frees them
   if (options_.tree_leaves > 0) {
-    TRIAX_CHECK(params_.empty() || params_.front().second.scalar_type() == torch::kFloat,
+    TRIAX_CHECK(grad_dtype_ == torch::kFloat && !mains(),
                 "layout-invariant numerics sum fp32 gradients");
     TRIAX_CHECK(!narrowed(), "layout-invariant numerics reduce gradients in fp32");
     tree_ = std::make_unique<MicrobatchTree>(options_.tree_leaves);
@@ -117,7 +123,7 @@ DistributedDataParallel::DistributedDataParallel(
     index_of_[params_[k].second.unsafeGetTensorImpl()] = k;
     // The hook outlives this object on the parameter; `alive` keeps a late call harmless.
     params_[k].second.register_hook([this, k, alive = alive_](const torch::Tensor& grad) {
-      if (*alive) on_gradient(k);
+      if (*alive) on_gradient(k, grad);
       return grad;
     });
   }
@@ -176,7 +182,9 @@ void DistributedDataParallel::zero_grad() {
     for (size_t k = 0; k < params_.size(); ++k) {
       params_[k].second.mutable_grad() = torch::Tensor();
       views_[k] = torch::Tensor();
+      main_[k] = torch::Tensor();
     }
+    last_hooked_ = -1;
     std::fill(seen_.begin(), seen_.end(), false);
     std::fill(touched_.begin(), touched_.end(), false);
     have_pending_ = false;
@@ -190,8 +198,13 @@ void DistributedDataParallel::zero_grad() {
   for (auto& bucket : buckets_) bucket.buffer.zero_();
   for (size_t k = 0; k < params_.size(); ++k) {
     torch::Tensor& grad = params_[k].second.mutable_grad();
-    if (!grad.defined() || !grad.is_same(views_[k])) grad = views_[k];  // e.g. after set-to-none
+    if (mains()) {
+      grad = torch::Tensor();  // bf16 weights: the hooks add into views_ (fp32) themselves
+    } else if (!grad.defined() || !grad.is_same(views_[k])) {
+      grad = views_[k];  // e.g. after set-to-none
+    }
   }
+  last_hooked_ = -1;
   std::fill(seen_.begin(), seen_.end(), false);
   have_pending_ = false;
   for (auto& bucket : buckets_) bucket.pending = static_cast<int>(bucket.members.size());
@@ -208,7 +221,34 @@ void DistributedDataParallel::set_sync(bool last_microbatch) {
   sync_ = (last_microbatch || flying()) && !tree_;
 }
 
-void DistributedDataParallel::on_gradient(size_t index) {
+void DistributedDataParallel::add_main_gradient(size_t index, const torch::Tensor& grad) {
+  torch::NoGradGuard no_grad;
+  if (!flying()) {
+    views_[index].add_(grad);  // fp32 += the bf16 gradient's exact value, as AccumulateGrad
+    return;
+  }
+  torch::Tensor& main = main_[index];
+  if (main.defined()) {
+    main.add_(grad);
+  } else {
+    main = convert_precision(grad, grad_dtype_);
+  }
+}
+
+void DistributedDataParallel::drop_working_grad() {
+  if (last_hooked_ < 0) return;
+  params_[static_cast<size_t>(last_hooked_)].second.mutable_grad() = torch::Tensor();
+  last_hooked_ = -1;
+}
+
+void DistributedDataParallel::on_gradient(size_t index, const torch::Tensor& grad) {
+  if (mains()) {
+    // The previous hooked parameter's accumulation has completed (the engine runs each as soon as
+    // it is ready): its bf16 .grad, already in its main gradient, goes.
+    drop_working_grad();
+    add_main_gradient(index, grad);
+    last_hooked_ = static_cast<int64_t>(index);
+  }
   if (tree_) {
     seen_[index] = true;
     written_ = true;
@@ -233,6 +273,16 @@ void DistributedDataParallel::on_gradient(size_t index) {
 }
 
 void DistributedDataParallel::gradients_ready(const std::vector<torch::Tensor>& params) {
+  if (mains()) {
+    // A W pass wrote its sums into the bf16 .grads itself (no hook): into the main gradients.
+    drop_working_grad();
+    for (const auto& p : params) {
+      const auto it = index_of_.find(p.unsafeGetTensorImpl());
+      if (it == index_of_.end() || !p.grad().defined()) continue;
+      add_main_gradient(it->second, p.grad());
+      params_[it->second].second.mutable_grad() = torch::Tensor();
+    }
+  }
   if (tree_) {
     for (const auto& p : params) {
       const auto it = index_of_.find(p.unsafeGetTensorImpl());
@@ -282,6 +332,7 @@ void DistributedDataParallel::add_gradient_holder(const torch::Tensor& holder) {
 }
 
 void DistributedDataParallel::microbatch_starts(int microbatch) {
+  drop_working_grad();  // a W pass must not add onto a bf16 .grad already counted
   if (flying()) {
     if (microbatch == current_microbatch_) return;
     // ZeRO-2: a flight carries one micro-batch's gradients. A split backward may come back to a
@@ -306,6 +357,7 @@ void DistributedDataParallel::microbatch_starts(int microbatch) {
 }
 
 void DistributedDataParallel::microbatch_done(int microbatch, bool final) {
+  drop_working_grad();
   if (gates() && final) {
     // ZeRO-3: this micro-batch's backward is done with every unit of the chunk.
     for (size_t u = 0; u < units_.size(); ++u) {
@@ -445,6 +497,7 @@ DdpBucketView DistributedDataParallel::bucket_view(int i) const {
 }
 
 void DistributedDataParallel::finish() {
+  drop_working_grad();
   if (have_pending_) mark_final(pending_index_);
   have_pending_ = false;
   std::vector<std::string> unused;
@@ -542,7 +595,7 @@ void DistributedDataParallel::take_off(Bucket& bucket, bool complete) {
   // sent: in the wire's dtype at once under a bf16 wire (the same rounding as ZeRO-1's copy).
   const torch::Tensor& front = params_[bucket.members.front()].second;
   flight.buffer = torch::empty(
-      {bucket.numel}, front.options().dtype(narrow_ ? options_.reduce_dtype : front.scalar_type()));
+      {bucket.numel}, front.options().dtype(narrow_ ? options_.reduce_dtype : grad_dtype_));
   // The most held while packing: every .grad still here and the whole buffer (each .grad is
   // released as soon as it is copied).
   peak_bytes_ =
@@ -551,12 +604,15 @@ void DistributedDataParallel::take_off(Bucket& bucket, bool complete) {
   for (size_t m = 0; m < bucket.members.size(); ++m) {
     torch::Tensor& p = params_[bucket.members[m]].second;
     torch::Tensor part = flight.buffer.narrow(0, bucket.offsets[m], p.numel()).view(p.sizes());
-    if (p.grad().defined()) {
-      part.copy_(p.grad());
+    // bf16 working weights: the fp32 main gradient; else what autograd accumulated in .grad.
+    torch::Tensor& grad = mains() ? main_[bucket.members[m]] : p.mutable_grad();
+    if (grad.defined()) {
+      part.copy_(grad);
     } else {
       part.zero_();  // no gradient this fill (finish(): an unused parameter)
     }
-    p.mutable_grad() = torch::Tensor();  // released at once: the next fill starts afresh
+    grad = torch::Tensor();              // released at once: the next fill starts afresh
+    p.mutable_grad() = torch::Tensor();  // (bf16 weights: their .grad, counted already)
     seen_[bucket.members[m]] = false;
     end = std::max(end, bucket.offsets[m] + p.numel());
   }
@@ -716,6 +772,7 @@ int64_t DistributedDataParallel::gradient_bytes() const {
   }
   if (flying()) {  // the gradients autograd is accumulating, until their bucket takes off
     for (const auto& item : params_) add(item.second.grad());
+    for (const auto& main : main_) add(main);
   }
   return bytes;
 }

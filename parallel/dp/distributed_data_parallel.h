@@ -28,6 +28,11 @@
 // its output, before its backward, with the next unit's all-gather started beside the compute.
 // A unit is freed when its buckets' flights have all taken off (its backward is done) and at
 // finish(), before the optimizer updates the slices.
+// bf16 working weights (DdpOptions::param_dtype) live in bf16 flat buffers; a gradient arriving
+// for one is added, in its hook, into an fp32 main gradient (the bucket's buffer, or ZeRO-2/3's
+// per-parameter main_) before autograd stores it in the bf16 .grad, which is dropped unread once
+// its accumulation is over (the next hook, or the end of the backward action): micro-batches and
+// a W pass's gradients add up in fp32 whatever the weights' dtype.
 #pragma once
 
 #include <torch/torch.h>
@@ -119,7 +124,12 @@ class DistributedDataParallel : public GradientSync, public ParameterGate {
     bool first;            // the step's first flight of its bucket: slice is grad_shard itself
     WorkPtr work;
   };
-  void on_gradient(size_t index);
+  void on_gradient(size_t index, const torch::Tensor& grad);
+  // bf16 working weights: `grad` (what backward hands parameter `index`) into its fp32 main
+  // gradient; drop_working_grad releases the bf16 .grad autograd kept of it.
+  bool mains() const { return options_.param_dtype != grad_dtype_; }
+  void add_main_gradient(size_t index, const torch::Tensor& grad);
+  void drop_working_grad();
   void mark_final(size_t index);
   void launch(Bucket& bucket);
   void send_slices(Bucket& bucket);  // ZeRO-1: the bucket's reduce-scatter
@@ -162,6 +172,9 @@ class DistributedDataParallel : public GradientSync, public ParameterGate {
   std::vector<std::pair<std::string, torch::Tensor>> params_;
   std::unordered_map<const c10::TensorImpl*, size_t> index_of_;  // parameter -> its index
   std::vector<torch::Tensor> views_;
+  torch::ScalarType grad_dtype_ = torch::kFloat;  // the parameters' own dtype: the gradients'
+  std::vector<torch::Tensor> main_;  // ZeRO-2/3 with bf16 weights: fp32 gradients until take-off
+  int64_t last_hooked_ = -1;         // bf16 weights: whose .grad autograd may still be writing
   std::vector<size_t> bucket_of_;
   std::vector<bool> seen_;     // final in the current fill (ZeRO-2) or step
   std::vector<bool> touched_;  // ZeRO-2: got a gradient this step

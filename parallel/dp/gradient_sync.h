@@ -108,6 +108,13 @@ struct DdpOptions {
   /// weights (a norm's weight gradient does), so a unit stays whole from its micro-batch's I
   /// pass until that micro-batch's last backward action on the chunk (microbatch_done).
   bool split_backward = false;
+  /// bf16 working weights (train.param_dtype: bf16), shard mode only: the parameters are rounded
+  /// into bf16 flat buffers (what the model computes with, what ZeRO-3 gathers), while gradients
+  /// stay in the parameters' original dtype (fp32): a hook adds each incoming bf16 gradient into
+  /// an fp32 main gradient (the bucket's buffer, or under ZeRO-2/3 one per parameter until its
+  /// bucket takes off), so micro-batches accumulate in fp32, as Megatron's main_grad. The fp32
+  /// master copy lives in the optimizer's slice (ShardedAdamW), which writes the bf16 weights.
+  torch::ScalarType param_dtype = torch::kFloat;
 };
 
 class GradientSync {

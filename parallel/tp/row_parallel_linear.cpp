@@ -27,13 +27,13 @@ torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
   // One rank holds the whole sum: the bias goes into the matmul (addmm), as an ordinary linear.
   if (tp_->size() == 1) return mixed_linear(input, weight, bias);
   const torch::Tensor y = reduce_from_tp_region(mixed_linear(input, weight), *tp_);
-  return bias.defined() ? y + bias : y;
+  return bias.defined() ? y + convert_precision(bias, torch::kFloat) : y;  // bf16 weights: widened
 }
 
 torch::Tensor RowParallelLinearImpl::forward_scattered(const torch::Tensor& x) {
   TRIAX_CHECK(options_.input_is_parallel(), "forward_scattered needs a column-split input");
   const torch::Tensor y = reduce_scatter_sequence(mixed_linear(x, weight), *tp_);
-  return bias.defined() ? y + bias : y;
+  return bias.defined() ? y + convert_precision(bias, torch::kFloat) : y;
 }
 
 std::map<std::string, ShardSpec> RowParallelLinearImpl::shard_specs() const {

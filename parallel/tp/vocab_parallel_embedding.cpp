@@ -1,5 +1,6 @@
 #include "parallel/tp/vocab_parallel_embedding.h"
 
+#include "core/bf16_matmul.h"
 #include "core/error.h"
 #include "parallel/tp/tp_mappings.h"
 
@@ -25,11 +26,17 @@ torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& ids) {
   TRIAX_CHECK(ids.numel() == 0 || (ids.min().item<int64_t>() >= 0 &&
                                    ids.max().item<int64_t>() < options_.vocab_size()),
               "token ids must lie in [0, ", options_.vocab_size(), ")");
-  if (tp_->size() == 1) return torch::embedding(weight, ids);  // every id is this rank's
+  // Rows of bf16 working weights (train.param_dtype: bf16) are widened to fp32, exactly: the
+  // residual stream is fp32 (their gradients come back rounded to bf16, and a micro-batch's rows
+  // of one token add up in bf16, as autograd adds a bf16 weight's).
+  const auto rows_of = [](const torch::Tensor& table, const torch::Tensor& at) {
+    return convert_precision(torch::embedding(table, at), torch::kFloat);
+  };
+  if (tp_->size() == 1) return rows_of(weight, ids);  // every id is this rank's
   const int64_t rows = weight.size(0);
   const torch::Tensor outside = (ids < vocab_start_).logical_or(ids >= vocab_start_ + rows);
   const torch::Tensor local = (ids - vocab_start_).masked_fill(outside, 0);
-  const torch::Tensor out = torch::embedding(weight, local).masked_fill(outside.unsqueeze(-1), 0.0);
+  const torch::Tensor out = rows_of(weight, local).masked_fill(outside.unsqueeze(-1), 0.0);
   return reduce_from_tp_region(out, *tp_);
 }
 

@@ -2,10 +2,11 @@
 # Benchmark (not a test): per-rank training memory, measured (bytes of live tensors, a counting
 # allocator) next to the analytic model, for the main job's GPT scaled up (hidden 512, 8 layers,
 # 8 heads, sequence 256, micro-batch 4, fp32, AdamW): the baseline and activation recompute
-# (selective, full), ZeRO-1, -2 and -3 (ddp.shard) and sequence parallelism (parallel.sequence), in
-# layouts from 1 to 8 ranks; then the same shape as a Llama (8 of 8 heads as 4 kv heads, SwiGLU
-# 1408, untied head). Formulas: models/transformer_memory.h and
-# docs/memory.md. Each row is the first rank and, with a pipeline, the last (stages differ).
+# (selective, full), ZeRO-1, -2 and -3 (ddp.shard), bf16 working weights (train.param_dtype) and
+# sequence parallelism (parallel.sequence), in layouts from 1 to 8 ranks; then the same shape as a
+# Llama (8 of 8 heads as 4 kv heads, SwiGLU 1408, untied head). Formulas:
+# models/transformer_memory.h and docs/memory.md. Each row is the first rank and, with a pipeline,
+# the last (stages differ).
 #   tools/bench/memory.sh [MAX_RANKS]        (default 8)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,11 +14,12 @@ max=${1:-8}
 [ -x build/triax_bench_memory ] || { echo "build first: tools/setup.sh build" >&2; exit 2; }
 echo "$(nproc) cores, $(date -u +%F); MiB per rank; goal: measured within 10% of theory"
 model=()  # extra --set of the model family (empty: the GPT)
+extra=()  # extra --set of the rows (bf16 working weights)
 row() {  # RANKS TP PP RECOMPUTE [SHARD (none|optimizer|gradients|parameters) [SEQUENCE]]
   [ "$1" -le "$max" ] || return 0
   mpirun -np "$1" build/triax_bench_memory --set parallel.tensor="$2" --set parallel.pipeline="$3" \
     --set train.recompute="$4" --set ddp.shard="${5:-none}" \
-    --set parallel.sequence="${6:-false}" "${model[@]}" | grep '^memory' | sed -n '1p;$p' |
+    --set parallel.sequence="${6:-false}" "${model[@]}" "${extra[@]}" | grep '^memory' | sed -n '1p;$p' |
     uniq | sed "s/^memory /${label:-gpt} /"
 }
 for recompute in none selective full; do row 1 1 1 "$recompute"; done
@@ -64,3 +66,9 @@ for ranks in 2 4 8; do
   for shard in none optimizer gradients parameters; do row "$ranks" 1 1 none "$shard"; done
 done
 for shard in optimizer gradients parameters; do row 8 2 2 none "$shard"; done
+# bf16 working weights (train.param_dtype: bf16, bf16 compute): half the parameter bytes, whole or
+# sliced and gathered; the fp32 master joins AdamW's moments in the optimizer's slice (12/dp)
+extra=(--set train.precision=bf16 --set train.param_dtype=bf16)
+for shard in optimizer gradients parameters; do row 4 1 1 none "$shard"; done
+row 8 2 2 none parameters
+extra=()

@@ -12,7 +12,9 @@
 // during the next step above its start (ZeRO-2's transient buckets included). ZeRO-3: parameters
 // = this rank's slices (DDP's count) between steps, and in a step DDP's count at its peak (the
 // slices and the units gathered at once); the activations then exclude that peak's gathered
-// units, which the parameter column shows.
+// units, which the parameter column shows. train.param_dtype: bf16: the working weights are bf16
+// (half the parameter bytes, whole or sliced and gathered), the optimizer's count adds the fp32
+// master of its slices (12/dp bytes per parameter with the moments), the gradients stay fp32.
 // Theory: the model spec's memory formula (models/transformer_memory.h).
 #include <cstdio>
 #include <cstring>
@@ -21,6 +23,7 @@
 
 #include "core/compute_threads.h"
 #include "core/heap_reuse.h"
+#include "core/mixed_precision.h"
 #include "core/tensor_memory.h"
 #include "job/job_start.h"
 #include "models/gpt_spec.h"
@@ -119,10 +122,15 @@ void run_bench(const Config& config, const std::shared_ptr<Communicator>& world)
       4.0 * static_cast<double>(config.model.vocab * config.model.hidden) / context.tp_size();
   const double block =
       (th.parameter_bytes - (first || last ? embedding : 0)) / std::max(1, layers_here);
-  const double params_theory = zero3 ? th.parameter_bytes / dp : th.parameter_bytes;
+  // bf16 working weights: half of every parameter figure; the master joins the optimizer's.
+  const MixedPrecision precision(config);
+  const double working = precision.param_bytes() / 4.0;
+  const bool master = precision.param_dtype() != torch::kFloat;
+  const double params_theory = working * (zero3 ? th.parameter_bytes / dp : th.parameter_bytes);
   const double params_in_step_theory =
-      zero3 ? params_theory + std::min(th.parameter_bytes, 2 * block + embedding) : params_theory;
-  const double optimizer_theory = 2 * th.parameter_bytes / (shard ? dp : 1);
+      zero3 ? params_theory + working * std::min(th.parameter_bytes, 2 * block + embedding)
+            : params_theory;
+  const double optimizer_theory = (master ? 3 : 2) * th.parameter_bytes / (shard ? dp : 1);
   // Rows: this rank's measured figures and the theory, gathered to rank 0 in rank order.
   torch::Tensor mine = torch::tensor(
       {params, params_theory, grads, grads_theory, optimizer, optimizer_theory, activations,
@@ -144,7 +152,7 @@ void run_bench(const Config& config, const std::shared_ptr<Communicator>& world)
                        : level == ShardLevel::kGradients ? "zero2"
                        : zero3                           ? "zero3"
                                                          : "") +
-           (config.parallel.sequence ? "+sp" : ""))
+           (config.parallel.sequence ? "+sp" : "") + (master ? "+bf16w" : ""))
               .c_str(),
           r, f(0) / mib, f(1) / mib, f(10) / mib, f(11) / mib, f(2) / mib, f(3) / mib, f(8) / mib,
           f(9) / mib, f(4) / mib, f(5) / mib, f(6) / mib, f(7) / mib, f(6) / f(7));

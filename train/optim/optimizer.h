@@ -54,8 +54,13 @@ class Optimizer {
   /// Restores state saved by any implementation (names checked; a parameter without state is
   /// left fresh, as before its first step). Throws naming a missing or foreign state.
   virtual void load_state(const std::map<std::string, torch::Tensor>& tensors) = 0;
-  /// Bytes of optimizer state this rank holds.
+  /// Bytes of optimizer state this rank holds (a master copy included).
   virtual int64_t state_bytes() const = 0;
+  /// Where the optimizer holds the fp32 master copy of lower-precision working weights
+  /// (train.param_dtype: bf16): every parameter's whole fp32 value, in the constructor's order
+  /// (collective over dp for a sharded one: call on every rank). Empty: the parameters are the
+  /// master weights.
+  virtual std::vector<torch::Tensor> master_weights() { return {}; }
   /// Layout-invariant numerics: step() takes the global norm from `norm` (OrderedGradNorm, over
   /// the whole reduced gradients) instead of summing its own squares.
   void set_norm_source(std::function<double()> norm) { norm_source_ = std::move(norm); }

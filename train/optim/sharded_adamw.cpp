@@ -8,6 +8,16 @@
 #include "train/optim/fused_adamw.h"
 
 namespace triax {
+namespace {
+
+// The slice of the working weights this rank updates: the lasting slice (ZeRO-3), or this rank's
+// part of the whole flat parameters.
+torch::Tensor working_slice(const DdpBucketView& view) {
+  if (view.param_shard.defined()) return view.param_shard;
+  return view.params.narrow(0, view.shard_begin, view.shard_size);
+}
+
+}  // namespace
 
 ShardedAdamW::ShardedAdamW(const TrainConfig& train, std::vector<OptimizedParam> params,
                            const std::vector<GradientSync*>& syncs, Communicator& dp,
@@ -28,8 +38,13 @@ ShardedAdamW::ShardedAdamW(const TrainConfig& train, std::vector<OptimizedParam>
       TRIAX_CHECK(part.view.params.defined(), "ShardedAdamW needs DDP in shard mode");
       const int64_t begin = part.view.shard_begin;
       const int64_t end = begin + part.view.shard_size;
-      part.exp_avg = torch::zeros({part.view.shard_size}, part.view.params.options());
-      part.exp_avg_sq = torch::zeros({part.view.shard_size}, part.view.params.options());
+      // The moments (and a master copy) in the gradients' dtype: fp32 whatever the weights'.
+      const auto fp32 = part.view.grad_shard.options();
+      part.exp_avg = torch::zeros({part.view.shard_size}, fp32);
+      part.exp_avg_sq = torch::zeros({part.view.shard_size}, fp32);
+      if (part.view.params.scalar_type() != fp32.dtype().toScalarType()) {
+        part.master = working_slice(part.view).to(fp32.dtype().toScalarType());
+      }
       for (const auto& member : part.view.members) {
         part.indices.push_back(first + member.index);
         const int64_t lo = std::max(begin, member.offset);
@@ -75,10 +90,12 @@ double ShardedAdamW::step(double max_norm) {
   const AdamWCoefficients plain = adamw_coefficients(options.weight_decay(0.0), step_);
   std::vector<WorkPtr> gathers;
   for (Part& part : parts_) {
-    // ZeRO-3 updates the lasting slice; the next forward gathers it.
+    // ZeRO-3 updates the lasting slice; the next forward gathers it. bf16 working weights: the
+    // master, rounded into the working slice after.
     const bool sliced = part.view.param_shard.defined();
-    float* p = sliced ? part.view.param_shard.data_ptr<float>()
-                      : part.view.params.data_ptr<float>() + part.view.shard_begin;
+    float* p = part.master.defined() ? part.master.data_ptr<float>()
+               : sliced              ? part.view.param_shard.data_ptr<float>()
+                                     : part.view.params.data_ptr<float>() + part.view.shard_begin;
     float* g = part.view.grad_shard.data_ptr<float>();
     float* m = part.exp_avg.data_ptr<float>();
     float* v = part.exp_avg_sq.data_ptr<float>();
@@ -86,6 +103,7 @@ double ShardedAdamW::step(double max_norm) {
       adamw_update(p + s.begin, g + s.begin, m + s.begin, v + s.begin, s.end - s.begin,
                    s.decays ? decayed : plain);
     }
+    if (part.master.defined()) working_slice(part.view).copy_(part.master);  // round to nearest
     if (sliced) continue;
     // Every replica gets every slice back. The input is a copy: MPI's buffers must not overlap.
     const torch::Tensor mine =
@@ -156,6 +174,19 @@ void ShardedAdamW::load_state(const std::map<std::string, torch::Tensor>& tensor
       step = get(name, "step")->item<int64_t>();
     }
   }
+  // bf16 working weights: the master slices from the saved fp32 values (the trainer has rounded
+  // them into the working weights already).
+  for (Part& part : parts_) {
+    if (!part.master.defined()) continue;
+    part.master.zero_();
+    for (const Segment& s : part.segments) {
+      const auto it = tensors.find(params_[s.param].name);
+      if (it == tensors.end()) continue;  // the trainer names a missing parameter
+      const int64_t length = s.end - s.begin;
+      part.master.narrow(0, s.begin, length)
+          .copy_(it->second.reshape({-1}).narrow(0, s.param_offset, length));
+    }
+  }
   // Ranks whose slices hold only padding saw no state: agree on the step.
   torch::Tensor steps = torch::tensor({step}, torch::kLong);
   dp_.all_reduce(steps, ReduceOp::kMax);
@@ -164,8 +195,27 @@ void ShardedAdamW::load_state(const std::map<std::string, torch::Tensor>& tensor
 
 int64_t ShardedAdamW::state_bytes() const {
   int64_t bytes = 0;
-  for (const Part& part : parts_) bytes += part.exp_avg.nbytes() + part.exp_avg_sq.nbytes();
+  for (const Part& part : parts_) {
+    bytes += part.exp_avg.nbytes() + part.exp_avg_sq.nbytes();
+    if (part.master.defined()) bytes += part.master.nbytes();
+  }
   return bytes;
+}
+
+std::vector<torch::Tensor> ShardedAdamW::master_weights() {
+  std::vector<torch::Tensor> out;
+  if (parts_.empty() || !parts_.front().master.defined()) return out;
+  out.resize(params_.size());
+  for (const Part& part : parts_) {
+    // One bucket's whole master at a time: its parameters' values are views of it.
+    const torch::Tensor whole = dp_.all_gather(part.master);
+    for (size_t k = 0; k < part.view.members.size(); ++k) {
+      const auto& member = part.view.members[k];
+      out[part.indices[k]] = whole.narrow(0, member.offset, member.numel)
+                                 .view(params_[part.indices[k]].tensor.sizes());
+    }
+  }
+  return out;
 }
 
 }  // namespace triax

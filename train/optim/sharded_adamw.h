@@ -13,6 +13,11 @@
 // Checkpoints keep the unsharded per-parameter format: state_by_parameter() all-gathers the
 // moments, load_state() takes this rank's slices of them, so a run resumes at any dp, with or
 // without sharding.
+// bf16 working weights (train.param_dtype: bf16: DDP's flat parameters are bf16): the fp32
+// master copy of this rank's slice lives here beside the moments (12/dp bytes per parameter), is
+// what AdamW updates, and is rounded (to nearest even) into the bf16 slice that is all-gathered
+// (ZeRO-1/2) or kept (ZeRO-3); checkpoints save the master (master_weights()), so a bf16 run
+// resumes in fp32 and back with no rounding of the saved values.
 #pragma once
 
 #include <torch/torch.h>
@@ -42,6 +47,7 @@ class ShardedAdamW : public Optimizer {
   /// This rank's slices of the saved state (any dp wrote it).
   void load_state(const std::map<std::string, torch::Tensor>& tensors) override;
   int64_t state_bytes() const override;
+  std::vector<torch::Tensor> master_weights() override;
 
  private:
   /// The norm from this rank's slices, summed over dp and the model-parallel group.
@@ -55,6 +61,7 @@ class ShardedAdamW : public Optimizer {
   struct Part {
     DdpBucketView view;
     torch::Tensor exp_avg, exp_avg_sq;
+    torch::Tensor master;  // bf16 working weights: the fp32 slice AdamW updates (else undefined)
     std::vector<Segment> segments;
     std::vector<size_t> indices;  // each member's index into params_
   };
