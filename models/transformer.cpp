@@ -190,6 +190,7 @@ torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch:
     return sp ? dropout_->tp_local(t, p, is_training()) : dropout_->shared(t, p, is_training());
   };
   const torch::Tensor h = mixed_add(x, drop(attention(norm1_.forward(x), cos, sin)));
+  if (gate_) gate_->progress();
   return mixed_add(h, drop(mlp(norm2_.forward(h))));
 }
 
@@ -294,6 +295,11 @@ torch::Tensor TransformerImpl::run_layers(torch::Tensor h) {
     if (gate_) gate_->leave(unit, h, unit - 1);
   }
   return h;
+}
+
+void TransformerImpl::set_parameter_gate(ParameterGate* gate) {
+  gate_ = gate;
+  for (auto& block : blocks_) block->gate_ = gate;
 }
 
 int TransformerImpl::parameter_unit(const std::string& name) const {

@@ -132,6 +132,8 @@ class TransformerBlockImpl : public torch::nn::Module {
   torch::Tensor mlp(const torch::Tensor& x);
   /// Sequence parallelism is on for this forward (training, tp > 1).
   bool sequence_parallel() const;
+  friend class TransformerImpl;    // sets gate_
+  ParameterGate* gate_ = nullptr;  // ZeRO-3: polled midway, so the next unit's gather advances
   TransformerOptions options_;
   TpDropout* dropout_;
   Communicator* tp_;
@@ -183,7 +185,7 @@ class TransformerImpl : public torch::nn::Module {
   /// of the embedding on a later stage is the head's). -1 for a name that is not a parameter.
   int parameter_unit(const std::string& name) const;
   /// The gate run around each unit's forward; null (the default): parameters are whole.
-  void set_parameter_gate(ParameterGate* gate) { gate_ = gate; }
+  void set_parameter_gate(ParameterGate* gate);
 
  private:
   int head_unit() const { return static_cast<int>(blocks_.size()) + 1; }

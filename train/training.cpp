@@ -140,18 +140,22 @@ StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
     const int stage = level == ShardLevel::kParameters               ? 3
                       : level == ShardLevel::kGradients && !as_zero1 ? 2
                                                                      : 1;
-    log::info(str(
-        "sharded data parallelism: ddp.shard ", level, " (ZeRO-", stage,
-        as_zero1 ? ": layout-invariant numerics reduce whole gradients" : "", ") over ", shards,
-        " dp rank(s)",
-        shards < context_.dp_size()
-            ? str(", replicated ", context_.dp_size() / shards, " times (hybrid)")
-            : std::string(),
-        "; rank 0 holds ", fixed(static_cast<double>(trainer.optimizer_state_bytes()) / mib, 1),
-        " MiB of AdamW's state, ", fixed(static_cast<double>(trainer.gradient_bytes()) / mib, 1),
-        " MiB of gradient buffers and ",
-        fixed(static_cast<double>(trainer.parameter_bytes()) / mib, 1),
-        " MiB of parameters between steps"));
+    const bool bf16_weights = plan_.config.train.param_dtype == Precision::kBf16;
+    log::info(str("sharded data parallelism: ddp.shard ", level, " (ZeRO-", stage,
+                  as_zero1 ? ": layout-invariant numerics reduce whole gradients" : "", ") over ",
+                  shards, " dp rank(s)",
+                  shards < context_.dp_size()
+                      ? str(", replicated ", context_.dp_size() / shards, " times (hybrid)")
+                      : std::string(),
+                  "; rank 0 holds ",
+                  fixed(static_cast<double>(trainer.optimizer_state_bytes()) / mib, 1),
+                  bf16_weights ? " MiB of AdamW's state with the fp32 master weights, "
+                               : " MiB of AdamW's state, ",
+                  fixed(static_cast<double>(trainer.gradient_bytes()) / mib, 1),
+                  " MiB of gradient buffers and ",
+                  fixed(static_cast<double>(trainer.parameter_bytes()) / mib, 1),
+                  bf16_weights ? " MiB of bf16 working weights between steps"
+                               : " MiB of parameters between steps"));
   }
   const int64_t units = spec.units_per_sample(plan_.config.model);
   log::info(str(

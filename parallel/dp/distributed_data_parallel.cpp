@@ -270,6 +270,7 @@ void DistributedDataParallel::on_gradient(size_t index, const torch::Tensor& gra
     if (bucket.work) bucket.work->is_completed();
   }
   if (flying()) advance(/*wait=*/false);
+  if (gates()) progress();  // ZeRO-3: the previous unit's prefetch, beside this backward
 }
 
 void DistributedDataParallel::gradients_ready(const std::vector<torch::Tensor>& params) {
@@ -838,6 +839,12 @@ void DistributedDataParallel::release(int u) {
   for (size_t b : unit.buckets) free_storage(buckets_[b].params);
   unit.whole = false;
   unit.sent = 0;
+}
+
+void DistributedDataParallel::progress() {
+  for (auto& unit : units_) {
+    for (auto& work : unit.gathering) work->is_completed();
+  }
 }
 
 void DistributedDataParallel::enter(int unit, int prefetch) {

@@ -93,6 +93,7 @@ class DistributedDataParallel : public GradientSync, public ParameterGate {
   ParameterGate* parameter_gate() override { return units_.empty() ? nullptr : this; }
   void enter(int unit, int prefetch) override;
   void leave(int unit, const torch::Tensor& output, int prefetch) override;
+  void progress() override;
   void with_whole_parameters(const std::function<void()>& use) override;
   int64_t parameter_bytes() const override;
   int64_t peak_parameter_bytes() const override {

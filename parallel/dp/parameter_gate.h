@@ -30,6 +30,10 @@ class ParameterGate {
   /// After unit `unit`'s forward produced `output` (from which its backward starts); `prefetch`
   /// is the unit whose backward comes next (-1: none), gathered beside this one's backward.
   virtual void leave(int unit, const torch::Tensor& output, int prefetch) = 0;
+  /// Midway through a unit's compute: lets the gathers in flight advance. MPI moves a posted
+  /// collective only inside MPI calls, so a prefetch started at enter() would otherwise wait for
+  /// the next enter() to make any progress. Cheap (a test of each request in flight).
+  virtual void progress() {}
 };
 
 }  // namespace triax

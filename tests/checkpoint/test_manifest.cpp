@@ -193,6 +193,7 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
                                 "    tokenizer: \"bytes\"\n",
                                 "    precision: \"fp32\"\n",
                                 "    bf16_matmul: \"auto\"\n",
+                                "    param_dtype: \"fp32\"\n",
                                 "    numerics: \"fast\"\n",
                                 "    micro_batch_invariant: false\n",
                                 "    reduce_dtype: \"fp32\"\n",

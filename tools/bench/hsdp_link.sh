@@ -8,6 +8,8 @@
 #   optimizer/2    ZeRO-1 sharded within each node, replicated across: only the slices' all-reduce
 #                  between the two nodes crosses (docs/memory.md, "Hybrid sharding")
 #   gradients/2    the same with ZeRO-2
+#   parameters/2   the same with ZeRO-3: the units' all-gathers and the reduce-scatters stay
+#                  inside the node too
 # Per step, from two runs of STEPS1 and STEPS2 steps (start-up, the checkpoint and the end cancel
 # in the difference): the TCP payload n2 sent over its link, i.e. the bytes its eth0 counted minus
 # 66 bytes of Ethernet + IPv4 + TCP headers per packet (ACKs included), beside the formula for the
@@ -51,7 +53,7 @@ params=
 printf 'main GPT (configs/gpt-fortunes.yaml) at dp 4 = 2 nodes x 2 ranks, tp 1, pp 1; %s cores; %s\n' \
   "$(nproc)" "$(date -u +%F)"
 printf '%-14s %16s %16s %8s\n' level "n2 sent / step" formula ratio
-for spec in none/0 optimizer/0 optimizer/2 gradients/2; do
+for spec in none/0 optimizer/0 optimizer/2 gradients/2 parameters/2; do
   level=${spec%/*} group=${spec#*/}
   a=$(payload "$level" "$group" "$STEPS1")
   b=$(payload "$level" "$group" "$STEPS2")
