@@ -152,6 +152,26 @@ using RoundToBf16 = Conversion<rounded_values, rounded_values>;
 using ToBf16 = Conversion<rounded_words, widened_grad>;
 using WidenBf16 = Conversion<widened, rounded_grad>;
 
+// Rows of a bf16 table (mixed_embedding): widened forward; backward, the rows' gradients summed
+// in fp32 (LibTorch's dense embedding backward) and rounded once.
+struct Bf16Rows : public torch::autograd::Function<Bf16Rows> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& table,
+                               const torch::Tensor& ids) {
+    ctx->save_for_backward({ids});
+    ctx->saved_data["rows"] = table.size(0);
+    return widened(torch::embedding(table, ids));
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    if (!grads[0].defined()) return {torch::Tensor(), torch::Tensor()};
+    const torch::Tensor ids = ctx->get_saved_variables()[0];
+    const torch::Tensor sum = at::embedding_dense_backward(
+        grads[0].to(torch::kFloat), ids, ctx->saved_data["rows"].toInt(), /*padding_idx=*/-1,
+        /*scale_grad_by_freq=*/false);
+    return {rounded_words(sum), torch::Tensor()};
+  }
+};
+
 // The emulated product's output: rounded to bf16 once (an fp32 result; anything else as is).
 torch::Tensor bf16_output(const torch::Tensor& y) {
   if (y.scalar_type() != torch::kFloat) return y.to(torch::kBFloat16);
@@ -220,7 +240,9 @@ torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight,
     // bf16 working weights met by an fp32 input outside autocast (which would cast them itself):
     // widened, exactly, as torch::linear takes one dtype.
     const auto like_x = [&](const torch::Tensor& t) {
-      return t.defined() && !AutocastScope::active() ? convert_precision(t, x.scalar_type()) : t;
+      const bool widen = t.defined() && t.scalar_type() == torch::kBFloat16 &&
+                         x.scalar_type() == torch::kFloat && !AutocastScope::active();
+      return widen ? convert_precision(t, torch::kFloat) : t;
     };
     return torch::linear(x, like_x(weight), like_x(bias));
   }
@@ -261,6 +283,13 @@ torch::Tensor convert_precision(const torch::Tensor& t, torch::ScalarType dtype)
     if (t.scalar_type() == torch::kBFloat16 && dtype == torch::kFloat) return WidenBf16::apply(t);
   }
   return t.to(dtype);
+}
+
+torch::Tensor mixed_embedding(const torch::Tensor& table, const torch::Tensor& ids) {
+  if (table.scalar_type() != torch::kBFloat16 || !table.device().is_cpu()) {
+    return torch::embedding(table, ids);
+  }
+  return Bf16Rows::apply(table, ids);
 }
 
 torch::Tensor mixed_add(const torch::Tensor& a, const torch::Tensor& b) {

@@ -90,6 +90,12 @@ torch::Tensor mixed_baddbmm(const torch::Tensor& bias, const torch::Tensor& a,
 /// op it computes in fp32 (GELU, softmax, the residual adds, the loss) and in their backward.
 torch::Tensor convert_precision(const torch::Tensor& t, torch::ScalarType dtype);
 
+/// The rows of `table` at `ids` (torch::embedding), in fp32: a bf16 table's (train.param_dtype:
+/// bf16) rows widened, exactly, and its gradient summed over the rows in fp32 and rounded to bf16
+/// once (autograd would add a bf16 table's rows in bf16: hundreds of addends for a frequent token).
+/// Saves only the ids, not the table (which ZeRO-3 frees between uses).
+torch::Tensor mixed_embedding(const torch::Tensor& table, const torch::Tensor& ids);
+
 /// a + b of tensors whose dtypes may differ (a bf16 layer output added to the fp32 residual
 /// stream): both converted to the promoted dtype by convert_precision, then added. The same bits
 /// as LibTorch's promoting add; its backward rounds the bf16 side's gradient in one pass.

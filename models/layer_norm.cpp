@@ -10,8 +10,12 @@ LayerNormImpl::LayerNormImpl(int64_t features, double eps) : features_(features)
 }
 
 torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
-  return torch::layer_norm(x, {features_}, convert_precision(weight, x.scalar_type()),
-                           convert_precision(bias, x.scalar_type()), eps_);
+  // Only bf16 weights meeting an fp32 input are widened; anything else is layer_norm's to judge.
+  const auto like_x = [&](const torch::Tensor& t) {
+    const bool widen = t.scalar_type() == torch::kBFloat16 && x.scalar_type() == torch::kFloat;
+    return widen ? convert_precision(t, torch::kFloat) : t;
+  };
+  return torch::layer_norm(x, {features_}, like_x(weight), like_x(bias), eps_);
 }
 
 }  // namespace triax

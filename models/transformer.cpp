@@ -263,8 +263,9 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids) {
   torch::Tensor h = token_embedding(ids);
   if (position_embedding) {
     const torch::Tensor positions = torch::arange(ids.size(1), torch::kLong);
-    // A bf16 working weight's rows widened (exact): the residual stream stays fp32.
-    h = h + convert_precision(position_embedding(positions), h.scalar_type()).unsqueeze(0);
+    // torch::nn::Embedding's lookup; a bf16 working weight's rows widened (exact): the residual
+    // stream stays fp32.
+    h = h + mixed_embedding(position_embedding->weight, positions).unsqueeze(0);
   }
   if (gate_) gate_->leave(0, h, -1);
   if (sequence_parallel()) {
@@ -299,7 +300,7 @@ torch::Tensor TransformerImpl::run_layers(torch::Tensor h) {
 
 void TransformerImpl::set_parameter_gate(ParameterGate* gate) {
   gate_ = gate;
-  for (auto& block : blocks_) block->gate_ = gate;
+  for (auto& block : blocks_) block->set_parameter_gate(gate);
 }
 
 int TransformerImpl::parameter_unit(const std::string& name) const {

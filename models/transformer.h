@@ -125,6 +125,8 @@ class TransformerBlockImpl : public torch::nn::Module {
   /// Parameters whose gradients each tp rank computes from its part of the sequence under
   /// sequence parallelism: the norms and the row-parallel biases.
   std::vector<torch::Tensor> sequence_partial_parameters();
+  /// ZeRO-3: the gate the forward polls midway (ParameterGate::progress); null: none.
+  void set_parameter_gate(ParameterGate* gate) { gate_ = gate; }
 
  private:
   torch::Tensor attention(const torch::Tensor& x, const torch::Tensor& cos,
@@ -132,7 +134,6 @@ class TransformerBlockImpl : public torch::nn::Module {
   torch::Tensor mlp(const torch::Tensor& x);
   /// Sequence parallelism is on for this forward (training, tp > 1).
   bool sequence_parallel() const;
-  friend class TransformerImpl;    // sets gate_
   ParameterGate* gate_ = nullptr;  // ZeRO-3: polled midway, so the next unit's gather advances
   TransformerOptions options_;
   TpDropout* dropout_;

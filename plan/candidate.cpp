@@ -125,7 +125,12 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
             for (ShardLevel level : {ShardLevel::kNone, ShardLevel::kOptimizer,
                                      ShardLevel::kGradients, ShardLevel::kParameters}) {
               const bool zero = level != ShardLevel::kNone;
-              if (zero && (dp == 1 || config.train.optimizer != OptimizerKind::kAdamW)) continue;
+              // bf16 working weights keep their master in the sharded optimizer: never unsharded,
+              // and ZeRO-1 at dp 1 (a shard of one) is their dp-1 layout.
+              const bool master = config.train.param_dtype == Precision::kBf16;
+              if (master && !zero) continue;
+              const bool alone = dp == 1 && !(master && level == ShardLevel::kOptimizer);
+              if (zero && (alone || config.train.optimizer != OptimizerKind::kAdamW)) continue;
               // Layout-invariant numerics reduce ZeRO-2 as ZeRO-1 (the tree): not a choice there,
               // and ZeRO-3 is refused there.
               if ((level == ShardLevel::kGradients || level == ShardLevel::kParameters) &&

@@ -178,8 +178,19 @@ RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double ac
                            static_cast<double>(config.model.hidden) / c.tp;
     const double bucket = std::max(config.ddp.bucket_mb * 1024 * 1024, largest);
     const bool split = c.schedule == ScheduleKind::kZbh1 || c.schedule == ScheduleKind::kZbv;
-    m.gradients = m.parameters / shards + std::min(m.parameters, 2 * bucket) +
-                  std::min(m.parameters, c.chunks * 2 * bucket) + (split ? m.parameters : 0);
+    // Not all of it at the activations' peak (a forward's end): then a rank holds the slices, the
+    // flights a previous micro-batch's backward left in the air (no hook lands them during a
+    // forward; none with one micro-batch a step) and what W passes wait for; the buckets filling
+    // come during backward, as activations are freed, and count where they exceed them (at
+    // backward's end the activations are about gone). Measured (plan_accuracy.sh, dp 4, one
+    // micro-batch) the sum of both peaks was 27-30% over the rank's peak.
+    const double slices = m.parameters / shards;
+    const double deferred = split ? m.parameters : 0;
+    const double at_peak =
+        slices + (c.microbatches > 1 ? std::min(m.parameters, 2 * bucket) : 0) + deferred;
+    const double late = slices + std::min(m.parameters, 2 * bucket) +
+                        std::min(m.parameters, c.chunks * 2 * bucket) + deferred;
+    m.gradients = std::max(at_peak, late - m.activations);
   } else {
     m.gradients = m.parameters * (c.sharded() ? 1.0 + 1.0 / shards : 1.0);
   }

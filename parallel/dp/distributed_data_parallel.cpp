@@ -23,6 +23,7 @@ DistributedDataParallel::DistributedDataParallel(
   touched_.assign(params_.size(), false);
   views_.resize(params_.size());
   main_.resize(params_.size());
+  hooked_.assign(params_.size(), false);
   if (!params_.empty()) grad_dtype_ = params_.front().second.scalar_type();
   TRIAX_CHECK(!mains() || options_.shard, "DDP: bf16 working weights need shard mode");
   // Reverse registration order: the last layers' gradients come first in backward.
@@ -248,6 +249,7 @@ void DistributedDataParallel::on_gradient(size_t index, const torch::Tensor& gra
     drop_working_grad();
     add_main_gradient(index, grad);
     last_hooked_ = static_cast<int64_t>(index);
+    hooked_[index] = true;
   }
   if (tree_) {
     seen_[index] = true;
@@ -275,12 +277,14 @@ void DistributedDataParallel::on_gradient(size_t index, const torch::Tensor& gra
 
 void DistributedDataParallel::gradients_ready(const std::vector<torch::Tensor>& params) {
   if (mains()) {
-    // A W pass wrote its sums into the bf16 .grads itself (no hook): into the main gradients.
+    // A W pass wrote its sums into the bf16 .grads itself: into the main gradients. (LibTorch
+    // 1.13 runs no hook for an accumulator the engine only captures; a LibTorch that does has
+    // counted the sum in the hook already: hooked_.)
     drop_working_grad();
     for (const auto& p : params) {
       const auto it = index_of_.find(p.unsafeGetTensorImpl());
       if (it == index_of_.end() || !p.grad().defined()) continue;
-      add_main_gradient(it->second, p.grad());
+      if (!hooked_[it->second]) add_main_gradient(it->second, p.grad());
       params_[it->second].second.mutable_grad() = torch::Tensor();
     }
   }
@@ -334,6 +338,7 @@ void DistributedDataParallel::add_gradient_holder(const torch::Tensor& holder) {
 
 void DistributedDataParallel::microbatch_starts(int microbatch) {
   drop_working_grad();  // a W pass must not add onto a bf16 .grad already counted
+  std::fill(hooked_.begin(), hooked_.end(), false);  // a new backward action
   if (flying()) {
     if (microbatch == current_microbatch_) return;
     // ZeRO-2: a flight carries one micro-batch's gradients. A split backward may come back to a

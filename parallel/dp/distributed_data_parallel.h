@@ -176,6 +176,7 @@ class DistributedDataParallel : public GradientSync, public ParameterGate {
   torch::ScalarType grad_dtype_ = torch::kFloat;  // the parameters' own dtype: the gradients'
   std::vector<torch::Tensor> main_;  // ZeRO-2/3 with bf16 weights: fp32 gradients until take-off
   int64_t last_hooked_ = -1;         // bf16 weights: whose .grad autograd may still be writing
+  std::vector<bool> hooked_;         // bf16 weights: a hook counted it in this backward action
   std::vector<size_t> bucket_of_;
   std::vector<bool> seen_;     // final in the current fill (ZeRO-2) or step
   std::vector<bool> touched_;  // ZeRO-2: got a gradient this step

@@ -27,10 +27,9 @@ torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& ids) {
                                    ids.max().item<int64_t>() < options_.vocab_size()),
               "token ids must lie in [0, ", options_.vocab_size(), ")");
   // Rows of bf16 working weights (train.param_dtype: bf16) are widened to fp32, exactly: the
-  // residual stream is fp32 (their gradients come back rounded to bf16, and a micro-batch's rows
-  // of one token add up in bf16, as autograd adds a bf16 weight's).
+  // residual stream is fp32 (their gradient is summed in fp32 and rounded once).
   const auto rows_of = [](const torch::Tensor& table, const torch::Tensor& at) {
-    return convert_precision(torch::embedding(table, at), torch::kFloat);
+    return mixed_embedding(table, at);
   };
   if (tp_->size() == 1) return rows_of(weight, ids);  // every id is this rank's
   const int64_t rows = weight.size(0);

@@ -205,6 +205,23 @@ TEST_CASE("memory: ZeRO-1 shards the moments, the schedule sets micro-batches in
   CHECK(narrow.memory[0].gradients < zero.memory[0].gradients);
   CHECK(zero2.overrides().find("--set ddp.shard=gradients --set optimizer.shard=false") !=
         std::string::npos);
+  // bf16 working weights: half the weights' bytes, the fp32 master beside the moments (12 bytes
+  // a parameter over the shards, not 8), the same fp32 gradients; never unsharded, and ZeRO-1
+  // at dp 1 is their one-rank layout.
+  Config bf16_compute = base;
+  bf16_compute.train.precision = Precision::kBf16;
+  Config bf16 = bf16_compute;
+  bf16.train.param_dtype = Precision::kBf16;
+  const Prediction fp32_weights = predicted(bf16_compute, zero2, profile, 8);
+  const Prediction halved = predicted(bf16, zero2, profile, 8);
+  CHECK(halved.memory[0].parameters == Approx(fp32_weights.memory[0].parameters / 2));
+  CHECK(halved.memory[0].optimizer == Approx(fp32_weights.memory[0].optimizer * 1.5));
+  CHECK(halved.memory[0].gradients == Approx(fp32_weights.memory[0].gradients));
+  const auto bf16_all = enumerate_candidates(bf16, 8, 1);
+  for (const Candidate& c : bf16_all) CHECK(c.shard != ShardLevel::kNone);
+  CHECK(std::any_of(bf16_all.begin(), bf16_all.end(), [](const Candidate& c) {
+    return c.dp == 1 && c.shard == ShardLevel::kOptimizer;
+  }));
   // Two reduce-scatters a step instead of one (a link with latency: 1 ms per collective).
   const Profile latent = made_up(base, 1e-3);
   const Prediction one = predicted(base, find(all, "dp8 tp1 pp1 b1x2 none zero1"), latent, 8);

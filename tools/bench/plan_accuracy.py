@@ -11,7 +11,9 @@ measured ROUNDS times, interleaved, and its median kept (this machine is noisy).
 Prints each row (predicted, measured, error), then per world: the mean absolute percentage error
 of step time, the mean absolute error of memory (% of measured), Spearman's rank correlation of
 predicted vs measured order, and how far the planner's first choice is from the fastest measured
-row — each beside its goal (issue 29)."""
+row — each beside its goal (issue 29). The sample always holds the planner's best row of each
+data-parallel shard level (unsharded, zero1, zero2, zero3: ddp.shard), and the errors are also
+printed per level, so the levels' memory and communication terms are checked (issue 41)."""
 import csv
 import io
 import os
@@ -68,6 +70,30 @@ def spearman(a, b):
     return cov / (va * vb) if va and vb else float("nan")
 
 
+def level_of(layout):
+    """The row's ddp.shard level, as the planner names it in its layout."""
+    for level in ("zero1", "zero2", "zero3"):
+        if f" {level}" in layout:
+            return level
+    return "unsharded"
+
+
+LEVELS = ("unsharded", "zero1", "zero2", "zero3")
+
+
+def with_each_level(rows, picked):
+    """picked, plus the best-ranked row of each shard level it lacks."""
+    have = {level_of(rows[i]["layout"]) for i in picked}
+    extra = []
+    for level in LEVELS:
+        if level in have:
+            continue
+        best = next((i for i, row in enumerate(rows) if level_of(row["layout"]) == level), None)
+        if best is not None:
+            extra.append(best)
+    return sorted(set(picked) | set(extra))
+
+
 def sample(rows, count, top):
     if len(rows) <= count:
         return list(range(len(rows)))
@@ -86,6 +112,7 @@ def main():
     configs = {"gpt": "configs/gpt-fortunes.yaml", "llama": "configs/llama-fortunes.yaml"}
     os.makedirs(os.path.join(ROOT, "runs", "bench"), exist_ok=True)
     summary = []
+    level_summary = {}
     for model in models:
         config = configs[model]
         for world in worlds:
@@ -97,7 +124,7 @@ def main():
             plan = list(csv.DictReader(io.StringIO(run(
                 [TRIAX, "plan", config, "--world", str(world), "--nodes", str(NODES),
                  "--profile", profile, "--csv"]))))
-            picked = sample(plan, count, 3)
+            picked = with_each_level(plan, sample(plan, count, 3))
             measured = {i: [] for i in picked}
             peaks = {}
             for _ in range(rounds):
@@ -112,6 +139,7 @@ def main():
             print(f"{'rank':>5}  {'layout':<42} {'pred ms':>8} {'meas ms':>8} {'err':>7}  "
                   f"{'pred MiB':>9} {'meas MiB':>9} {'err':>7}")
             pred_t, meas_t, time_err, mem_err = [], [], [], []
+            by_level = {level: ([], []) for level in LEVELS}
             for i in picked:
                 row = plan[i]
                 p = float(row["step_s"])
@@ -124,9 +152,19 @@ def main():
                 pred_t.append(p)
                 meas_t.append(m)
                 time_err.append(abs(p - m) / m)
+                by_level[level_of(row["layout"])][0].append(abs(p - m) / m)
+                by_level[level_of(row["layout"])][1].extend(errs)
                 print(f"{row['rank']:>5}  {row['layout']:<42} {p * 1e3:8.2f} {m * 1e3:8.2f} "
                       f"{(p - m) / m * 100:+6.1f}%  {pm[worst] / 2**20:9.1f} "
                       f"{mm[worst] / 2**20:9.1f} {(pm[worst] - mm[worst]) / mm[worst] * 100:+6.1f}%")
+            for level, (t_err, m_err) in by_level.items():
+                if t_err:
+                    print(f"  {level:<9} {len(t_err):2d} row(s): step time MAPE "
+                          f"{100 * sum(t_err) / len(t_err):.1f}%, memory MAE "
+                          f"{100 * sum(m_err) / len(m_err):.1f}%")
+                    level_summary.setdefault(level, ([], []))
+                    level_summary[level][0].extend(t_err)
+                    level_summary[level][1].extend(m_err)
             mape = 100 * sum(time_err) / len(time_err)
             mae = 100 * sum(mem_err) / len(mem_err)
             rho = spearman(pred_t, meas_t)
@@ -145,6 +183,13 @@ def main():
         print(f"{model:<6} {world:>5} {n:>4} {mape:9.1f}% {mae:7.1f}% {rho:9.2f} {gap:+14.1f}%")
     print("goals: time MAPE <= 10%, memory MAE <= 5%, Spearman >= 0.9 (world 4, 8), "
           "choice within 5% of the fastest")
+    print("by ddp.shard level, over every world and model:")
+    for level in LEVELS:
+        if level in level_summary:
+            t_err, m_err = level_summary[level]
+            print(f"  {level:<9} {len(t_err):3d} row(s): step time MAPE "
+                  f"{100 * sum(t_err) / len(t_err):.1f}%, memory MAE "
+                  f"{100 * sum(m_err) / len(m_err):.1f}% (goal <= 5%)")
 
 
 if __name__ == "__main__":
