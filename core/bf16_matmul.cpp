@@ -172,6 +172,37 @@ struct Bf16Rows : public torch::autograd::Function<Bf16Rows> {
   }
 };
 
+// The emulated linear of a bf16 weight (train.param_dtype: bf16): the same products as
+// torch::linear of the widened weight, but it saves the bf16 weight itself, not a widened fp32
+// copy, and widens it again in backward — so a micro-batch in flight holds no copy of the weights
+// (and ZeRO-3 may free them between uses). Backward is autograd's for linear, written out: with
+// the input folded to [N, in], grad_x = g W, grad_W = g^T x, grad_b = the column sums of g; the
+// weight's and bias's gradients rounded to bf16 (what WidenBf16's backward does).
+struct Bf16WeightLinear : public torch::autograd::Function<Bf16WeightLinear> {
+  // A Function takes no undefined tensor: without a bias, `bias` is the weight again, unused.
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& weight, const torch::Tensor& bias,
+                               bool has_bias) {
+    ctx->save_for_backward({x, weight});
+    ctx->saved_data["bias"] = has_bias;
+    return torch::linear(x, widened(weight), has_bias ? widened(bias) : torch::Tensor());
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& x = saved[0];
+    const torch::Tensor weight = widened(saved[1]);
+    const torch::Tensor g = grads[0].reshape({-1, grads[0].size(-1)});
+    torch::Tensor grad_x, grad_w, grad_b;
+    if (ctx->needs_input_grad(0)) grad_x = g.mm(weight).view(x.sizes());
+    if (ctx->needs_input_grad(1)) grad_w = rounded_words(g.t().mm(x.reshape({-1, x.size(-1)})));
+    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) {
+      grad_b = rounded_words(g.sum(0));
+    }
+    return {grad_x, grad_w, grad_b, torch::Tensor()};
+  }
+};
+
 // The emulated product's output: rounded to bf16 once (an fp32 result; anything else as is).
 torch::Tensor bf16_output(const torch::Tensor& y) {
   if (y.scalar_type() != torch::kFloat) return y.to(torch::kBFloat16);
@@ -247,6 +278,11 @@ torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight,
     return torch::linear(x, like_x(weight), like_x(bias));
   }
   const AutocastScope fp32(false);
+  if (weight.scalar_type() == torch::kBFloat16 &&
+      (!bias.defined() || bias.dtype() == weight.dtype())) {
+    return bf16_output(Bf16WeightLinear::apply(bf16_value(x), weight,
+                                               bias.defined() ? bias : weight, bias.defined()));
+  }
   return bf16_output(torch::linear(bf16_value(x), bf16_value(weight),
                                    bias.defined() ? bf16_value(bias) : torch::Tensor()));
 }

@@ -74,7 +74,9 @@ class Bf16WeightCopies {
 };
 
 /// torch::linear, torch::mm, torch::matmul, torch::bmm and torch::baddbmm under the run's
-/// precision (Note [bf16 matmul arithmetic]).
+/// precision (Note [bf16 matmul arithmetic]). On the emulated path mixed_linear of a bf16 weight
+/// (train.param_dtype: bf16) saves the weight itself for backward and widens it there again, where
+/// a rounded fp32 copy would live through the micro-batch.
 torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight,
                            const torch::Tensor& bias = {});
 torch::Tensor mixed_mm(const torch::Tensor& a, const torch::Tensor& b);
