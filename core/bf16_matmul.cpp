@@ -220,22 +220,20 @@ struct WeightCopy {
 thread_local int copies_depth = 0;
 thread_local std::unordered_map<const c10::TensorImpl*, WeightCopy> copies;
 
-// The value a bf16 product sees, held in fp32: rounded to bf16 (widened, exactly, when already
-// bf16: train.param_dtype: bf16's working weights share their widened copy likewise).
+// The value a bf16 product sees, held in fp32: rounded to bf16 (exact when already bf16).
 torch::Tensor bf16_value(const torch::Tensor& t) {
-  const bool bf16 = t.scalar_type() == torch::kBFloat16;
-  if (!bf16 && t.scalar_type() != torch::kFloat) return t.to(torch::kBFloat16).to(torch::kFloat);
-  const auto fresh = [&] { return bf16 ? WidenBf16::apply(t) : RoundToBf16::apply(t); };
+  if (t.scalar_type() == torch::kBFloat16) return WidenBf16::apply(t);
+  if (t.scalar_type() != torch::kFloat) return t.to(torch::kBFloat16).to(torch::kFloat);
   const bool shared =
       copies_depth > 0 && t.is_leaf() && t.requires_grad() && torch::GradMode::is_enabled();
-  if (!shared) return fresh();
+  if (!shared) return RoundToBf16::apply(t);
   const auto it = copies.find(t.unsafeGetTensorImpl());
   if (it != copies.end() && !it->second.owner.expired() && it->second.version == t._version()) {
     return it->second.values;
   }
   WeightCopy copy{
       c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(t.getIntrusivePtr()),
-      t._version(), fresh()};
+      t._version(), RoundToBf16::apply(t)};
   copies.insert_or_assign(t.unsafeGetTensorImpl(), copy);
   return copy.values;
 }
