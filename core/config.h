@@ -302,6 +302,9 @@ struct RunConfig {
   /// Peak TFLOP/s of one rank's hardware for MFU (e.g. a GPU's datasheet figure); 0 = measure
   /// an fp32 matmul on all cores of each node at start-up (CPU). Default 0.
   double peak_tflops = 0.0;
+  /// Where the model computes: "cpu", or "cuda" (the GPU of this rank's local rank; one rank per
+  /// job for now: docs/gpu.md). Default "cpu".
+  Device device = Device::kCpu;
 };
 
 struct Config {

@@ -21,6 +21,7 @@ TRIAX_CHOICE_NAMES(Precision, "fp32", "bf16")
 TRIAX_CHOICE_NAMES(Bf16Matmul, "auto", "native", "emulated")
 TRIAX_CHOICE_NAMES(Numerics, "fast", "layout_invariant")
 TRIAX_CHOICE_NAMES(ShardLevel, "none", "optimizer", "gradients", "parameters")
+TRIAX_CHOICE_NAMES(Device, "cpu", "cuda")
 
 #undef TRIAX_CHOICE_NAMES
 

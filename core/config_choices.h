@@ -1,6 +1,6 @@
 // defines: triax::ModelKind, triax::OptimizerKind, triax::Recompute, triax::LrDecay,
 //          triax::ScheduleKind, triax::Activation, triax::Hierarchical, triax::Backend,
-//          triax::Precision, triax::Bf16Matmul, triax::Numerics, triax::ShardLevel,
+//          triax::Precision, triax::Bf16Matmul, triax::Numerics, triax::ShardLevel, triax::Device,
 //          triax::choice_names, triax::choice_name, triax::parse_choice
 //
 // Every closed choice of the YAML as an enum, decided once when the file is read: the schema
@@ -31,6 +31,7 @@ enum class Numerics { kFast, kLayoutInvariant };      ///< train.numerics
 /// ddp.shard: what the data-parallel ranks split (ZeRO's stages), each level including the ones
 /// before it: AdamW's state (1), the gradients (2), the parameters (3).
 enum class ShardLevel { kNone, kOptimizer, kGradients, kParameters };
+enum class Device { kCpu, kCuda };  ///< run.device
 
 /// True for the enums above (the ones with YAML spellings).
 template <typename E>
@@ -38,7 +39,8 @@ using IsChoice = std::disjunction<
     std::is_same<E, ModelKind>, std::is_same<E, Activation>, std::is_same<E, OptimizerKind>,
     std::is_same<E, Recompute>, std::is_same<E, LrDecay>, std::is_same<E, ScheduleKind>,
     std::is_same<E, Hierarchical>, std::is_same<E, Backend>, std::is_same<E, Precision>,
-    std::is_same<E, Bf16Matmul>, std::is_same<E, Numerics>, std::is_same<E, ShardLevel>>;
+    std::is_same<E, Bf16Matmul>, std::is_same<E, Numerics>, std::is_same<E, ShardLevel>,
+    std::is_same<E, Device>>;
 
 /// The YAML spellings of E's values, in enum order ("gpipe", "1f1b", "interleaved").
 template <typename E>

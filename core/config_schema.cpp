@@ -237,6 +237,9 @@ void visit_run(Config& c, ConfigVisitor& v) {
             "output directory (config, metrics.jsonl, samples); empty = none");
     v.field("peak_tflops", c.run.peak_tflops, RealRule{0.0, 1e6},
             "one rank's peak TFLOP/s for MFU; 0 = measure each node's matmul peak");
+    choice_field(v, "device", c.run.device,
+                 "where the model computes: cpu, or cuda (the local rank's GPU; one rank per job "
+                 "for now, docs/gpu.md)");
   });
 }
 

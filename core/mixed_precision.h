@@ -56,8 +56,9 @@ class MixedPrecision {
   /// Chooses the process's bf16 matmul path (train.bf16_matmul) before any compute; throws
   /// ConfigError naming the key where `native` would be inexact. Nothing to do in fp32.
   void select_matmul_path() const;
-  /// "fp32", "bf16 (native)", "bf16 (emulated)": the arithmetic the compute runs in.
-  std::string describe() const;
+  /// "fp32", "bf16 (native)", "bf16 (emulated)": the arithmetic the compute runs in; on a GPU
+  /// (`gpu`, run.device: cuda) "bf16 (CUDA autocast)".
+  std::string describe(bool gpu = false) const;
 
  private:
   bool bf16_compute_;

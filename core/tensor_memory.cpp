@@ -2,6 +2,8 @@
 
 #include <c10/core/CPUAllocator.h>
 
+#include "core/torch_compat.h"
+
 #include <atomic>
 #include <mutex>
 #include <unordered_map>
@@ -40,7 +42,24 @@ class CountingAllocator final : public c10::Allocator {
  public:
   explicit CountingAllocator(c10::Allocator* base) : base_(base) {}
 
+#if TRIAX_TORCH_AT_LEAST(2, 3)
+  c10::DataPtr allocate(size_t bytes) override {
+    return counted(bytes);
+  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+#else
   c10::DataPtr allocate(size_t bytes) const override {
+    return counted(bytes);
+  }
+#endif
+  c10::DeleterFnPtr raw_deleter() const override {
+    return &release;
+  }
+
+ private:
+  c10::DataPtr counted(size_t bytes) const {
     c10::DataPtr inner = base_->allocate(bytes);
     void* data = inner.release_context();  // == inner.get() for the default CPU allocator
     const auto size = static_cast<int64_t>(bytes);
@@ -54,9 +73,7 @@ class CountingAllocator final : public c10::Allocator {
     }
     return {data, data, &release, c10::Device(c10::kCPU)};
   }
-  c10::DeleterFnPtr raw_deleter() const override { return &release; }
 
- private:
   c10::Allocator* base_;
 };
 

@@ -29,10 +29,12 @@ torch::Tensor mean_token_loss(const torch::Tensor& local_logits, const torch::Te
   return per_token.sum() / count;
 }
 
-const torch::Tensor& CausalBias::of(int64_t s) {
-  if (!bias_.defined() || bias_.size(0) != s) {
-    bias_ = torch::zeros({s, s}).masked_fill(torch::ones({s, s}, torch::kBool).triu(1),
-                                             -std::numeric_limits<float>::infinity());
+const torch::Tensor& CausalBias::of(int64_t s, const torch::Device& device) {
+  if (!bias_.defined() || bias_.size(0) != s || bias_.device() != device) {
+    bias_ = torch::zeros({s, s}, device)
+                .masked_fill(
+                    torch::ones({s, s}, torch::TensorOptions(torch::kBool).device(device)).triu(1),
+                    -std::numeric_limits<float>::infinity());
   }
   return bias_;
 }

@@ -29,7 +29,8 @@ torch::Tensor mean_token_loss(const torch::Tensor& local_logits, const torch::Te
 
 class CausalBias {
  public:
-  const torch::Tensor& of(int64_t s);
+  /// On `device` (the scores'): built again when the length or the device changes.
+  const torch::Tensor& of(int64_t s, const torch::Device& device);
 
  private:
   torch::Tensor bias_;

@@ -46,6 +46,11 @@ struct Batch {
   Batch slice(int64_t first, int64_t count) const {
     return Batch{inputs.narrow(0, first, count), targets.narrow(0, first, count)};
   }
+  /// Both on `device` (themselves where they are there already; an undefined one stays so).
+  Batch to(const torch::Device& device) const {
+    const auto move = [&](const torch::Tensor& t) { return t.defined() ? t.to(device) : t; };
+    return Batch{move(inputs), move(targets)};
+  }
 };
 
 /// One pipeline chunk of a model on this rank, as the trainer and the executor drive it.

@@ -4,6 +4,7 @@
 
 #include "core/bf16_matmul.h"
 #include "core/error.h"
+#include "core/torch_compat.h"
 #include "models/activation_checkpoint.h"
 #include "models/layer_norm.h"
 #include "models/part_seed.h"
@@ -139,21 +140,31 @@ torch::Tensor TransformerBlockImpl::attention(const torch::Tensor& x, const torc
   }
   // scores = causal mask + q k^T / sqrt(d) in one batched matmul (as PyTorch's attention), then
   // softmax, dropout (split by head: each tp rank drops from its own stream) and the values.
-  const auto core = [this, s, d](const torch::Tensor& qq, const torch::Tensor& kk,
-                                 const torch::Tensor& vv) {
-    const torch::Tensor scores = mixed_baddbmm(causal_bias_.of(s), qq, kk.transpose(1, 2), 1.0,
-                                               1.0 / std::sqrt(static_cast<double>(d)));
+  const auto core = [this, b, s, d](const torch::Tensor& qq, const torch::Tensor& kk,
+                                    const torch::Tensor& vv) {
+    // On a GPU without attention dropout, LibTorch's fused kernel (flash attention): the same
+    // function, without the [s, s] tensors in memory. The CPU keeps the explicit path below, whose
+    // sums the layouts' bit-for-bit promises are about.
+    if (qq.is_cuda() && (options_.dropout == 0.0 || !is_training())) {
+      const auto heads = [&](const torch::Tensor& t) { return t.reshape({b, local_heads_, s, d}); };
+      // [b, heads, s, d], its memory often laid out [b, s, heads, d] (the kernels' own order).
+      const torch::Tensor fused = fused_causal_attention(heads(qq), heads(kk), heads(vv));
+      if (fused.defined()) return fused;
+    }
+    const torch::Tensor scores =
+        mixed_baddbmm(causal_bias_.of(s, qq.device()), qq, kk.transpose(1, 2), 1.0,
+                      1.0 / std::sqrt(static_cast<double>(d)));
     const torch::Tensor probs =
         dropout_->tp_local(torch::softmax(convert_precision(scores, torch::kFloat), -1),
                            options_.dropout, is_training());  // fp32 softmax, also under bf16
-    return mixed_bmm(probs, vv);
+    return mixed_bmm(probs, vv).view({b, local_heads_, s, d});
   };
   // Selective recompute keeps q, k, v and recomputes the [heads, s, s] tensors in backward.
   const torch::Tensor context = options_.recompute == Recompute::kSelective
                                     ? checkpointed(core, *dropout_, q, k, v)
                                     : core(q, k, v);
   const torch::Tensor y =
-      context.view({b, local_heads_, s, d}).transpose(1, 2).reshape({b, s, local_heads_ * d});
+      context.transpose(1, 2).reshape({b, s, local_heads_ * d});  // context: [b, heads, s, d]
   return sp ? out_->forward_scattered(y) : out_(y);
 }
 
@@ -262,7 +273,7 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids) {
   if (gate_) gate_->enter(0, 1);  // then the first block (or, with none, nothing: unit 1 is empty)
   torch::Tensor h = token_embedding(ids);
   if (position_embedding) {
-    const torch::Tensor positions = torch::arange(ids.size(1), torch::kLong);
+    const torch::Tensor positions = torch::arange(ids.size(1), ids.options().dtype(torch::kLong));
     // torch::nn::Embedding's lookup; a bf16 working weight's rows widened (exact): the residual
     // stream stays fp32.
     h = h + mixed_embedding(position_embedding->weight, positions).unsqueeze(0);
@@ -275,6 +286,11 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids) {
 }
 
 torch::Tensor TransformerImpl::run_layers(torch::Tensor h) {
+  // The rotary tables are no module state (nothing to save): they follow the activations' device.
+  if (cos_.defined() && cos_.device() != h.device()) {
+    cos_ = cos_.to(h.device());
+    sin_ = sin_.to(h.device());
+  }
   const size_t recomputed = options_.recompute != Recompute::kFull ? 0
                             : options_.recompute_layers > 0
                                 ? static_cast<size_t>(options_.recompute_layers)

@@ -11,6 +11,7 @@
 #include "models/model_spec.h"
 #include "schedules/schedule_check.h"
 #include "tokenizer/tokenizer.h"
+#include "train/compute_device.h"
 #include "train/lr_schedule.h"
 
 namespace triax {
@@ -325,6 +326,9 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
   plan.batch = BatchPlan::create(config.train, plan.layout.dp_size());
   check_gpt_only_options(config);
   check_param_dtype(config);
+  check_compute_device(config, world_size);
+  // A run that trains needs its GPU now, before the data are opened or any communicator exists.
+  if (data == DataCheck::kOpen) compute_device(config.run.device, 0);
   check_sharded_optimizer(config, plan.batch);
   check_reduce_dtype(config);
   check_numerics(config, plan.batch);

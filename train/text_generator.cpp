@@ -50,7 +50,7 @@ std::string generate_text(Trainer& trainer, ParallelContext& context, const Conf
             torch::tensor(std::vector<int64_t>(tokens.end() - length, tokens.end()), torch::kLong));
     int64_t next = 0;
     StageFunctions stage;
-    const Batch prompt{window, torch::Tensor()};
+    const Batch prompt = Batch{window, torch::Tensor()}.to(trainer.device());
     const MixedPrecision precision(config);
     stage.forward = [&](int chunk, int, const torch::Tensor& input) {
       const auto scope = precision.compute_scope();
@@ -58,7 +58,8 @@ std::string generate_text(Trainer& trainer, ParallelContext& context, const Conf
     };
     stage.loss = [&](int, const torch::Tensor& output) {
       const auto scope = precision.compute_scope();
-      const torch::Tensor logits = chunks.back()->logits(output)[0][length - 1].to(torch::kFloat);
+      const torch::Tensor logits =
+          chunks.back()->logits(output)[0][length - 1].to(torch::kFloat).cpu();  // picked here
       next = pick_token(logits, sample, generator);
       return torch::zeros({});
     };

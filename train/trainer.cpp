@@ -10,10 +10,12 @@
 #include "core/autocast_scope.h"
 #include "core/bf16_matmul.h"
 #include "core/error.h"
+#include "core/launch_env.h"
 #include "core/mixed_precision.h"
 #include "data/distributed_sampler.h"
 #include "parallel/comm/tree_all_reduce.h"
 #include "parallel/tp/shard_spec.h"
+#include "train/compute_device.h"
 
 namespace triax {
 namespace {
@@ -29,6 +31,7 @@ double seconds_since(Clock::time_point t) {
 Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     : spec_(model_spec(run.model)),
       config_(run.config),
+      device_(compute_device(run.config.run.device, detect_launch(process_env()).local_rank)),
       context_(context),
       plan_(run.batch),
       schedule_(run.schedule) {
@@ -73,6 +76,8 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     const int stage = schedule_.stage_of(context_.pp_rank(), c);
     chunks_.push_back(spec_.build_chunk(config_, stage, run.stage_layers, context_.tp()));
     torch::nn::Module& module = chunks_.back()->module();
+    // Built (and initialised) on the host, so every device starts from the same weights.
+    module.to(device_);
     const auto traits = collect_param_traits(module);
     std::vector<std::pair<std::string, torch::Tensor>> named;
     DdpOptions ddp;
@@ -161,17 +166,18 @@ StageFunctions Trainer::stage_functions(const Batch& local, int microbatches, bo
   // Each micro-batch runs as `units` units (one, or each sample under train.micro_batch_invariant:
   // Note [Sample units]); the functions below see unit i, rows [i*mb, (i+1)*mb).
   const int64_t rows = local.size() / microbatches;
+  const Batch local_batch = local.to(device_);  // once for all micro-batches
   StageFunctions stage;
   stage.units = sample_units() ? static_cast<int>(rows) : 1;
   const int64_t mb = rows / stage.units;
   const MixedPrecision precision(config_);
-  stage.forward = [this, local, mb, precision](int chunk, int i, const torch::Tensor& input) {
+  stage.forward = [this, local_batch, mb, precision](int chunk, int i, const torch::Tensor& input) {
     const auto scope = precision.compute_scope();
-    return chunks_[static_cast<size_t>(chunk)]->forward(input, local.slice(i * mb, mb));
+    return chunks_[static_cast<size_t>(chunk)]->forward(input, local_batch.slice(i * mb, mb));
   };
-  stage.loss = [this, local, mb, evaluating, precision](int i, const torch::Tensor& output) {
+  stage.loss = [this, local_batch, mb, evaluating, precision](int i, const torch::Tensor& output) {
     const auto scope = precision.compute_scope();  // the head's matmul in bf16; the loss in fp32
-    const Batch micro = local.slice(i * mb, mb);
+    const Batch micro = local_batch.slice(i * mb, mb);
     return evaluating ? chunks_.back()->metric(output, micro) : chunks_.back()->loss(output, micro);
   };
   return stage;
@@ -388,6 +394,8 @@ CheckpointContents Trainer::checkpoint_contents() {
       }
     });
   }
+  // The file is written from the host (a CUDA run's tensors are copied; CPU ones stay as they are).
+  for (auto& named : out.tensors) named.second = named.second.to(torch::kCPU);
   for (size_t c = 0; c < chunks_.size(); ++c) {
     const int chunk = static_cast<int>(c);
     for (auto& [name, value] : chunks_[c]->rng_state()) {

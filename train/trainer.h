@@ -102,6 +102,8 @@ class Trainer {
   const StepPhases& last_phases() const { return phases_; }
   std::vector<std::unique_ptr<ModelChunk>>& chunks() { return chunks_; }
   const ModelSpec& spec() const { return spec_; }
+  /// Where this rank's chunks, batches and optimizer state live (run.device).
+  const torch::Device& device() const { return device_; }
   const Schedule& schedule() const { return schedule_; }
   const BatchPlan& plan() const { return plan_; }
   /// This rank's parameters, optimizer state and random-stream positions, by checkpoint name
@@ -144,6 +146,7 @@ class Trainer {
 
   const ModelSpec& spec_;
   Config config_;
+  torch::Device device_;
   ParallelContext& context_;
   BatchPlan plan_;
   Schedule schedule_;

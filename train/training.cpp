@@ -117,7 +117,7 @@ int64_t Training::load_checkpoint(Trainer& trainer) {
 }
 
 StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
-  const double peak = peak_flops();
+  const double peak = peak_flops(trainer.device());
   const ModelSpec& spec = trainer.spec();
   const double flops_per_unit = spec.flops_per_unit(plan_.config.model);
   const std::string unit = std::string(spec.unit).substr(0, std::string(spec.unit).size() - 1);
@@ -158,15 +158,17 @@ StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
                                : " MiB of parameters between steps"));
   }
   const int64_t units = spec.units_per_sample(plan_.config.model);
-  log::info(str(
-      "data: ", data.train_samples, " training samples",
-      units > 1 ? str(" of ", units, " ", spec.unit) : std::string(), " (", data.steps_per_epoch,
-      " steps per epoch), ", data.val_samples, " for ", spec.metric_name, "; ", data.total_steps,
-      " steps; MFU against a peak of ", fixed(peak / 1e12, 3), " TFLOP/s (",
-      plan_.config.run.peak_tflops > 0 ? std::string("run.peak_tflops x ranks")
-                                       : str(MixedPrecision(plan_.config).describe(),
-                                             " matmul measured on all cores of each node"),
-      ")"));
+  log::info(str("data: ", data.train_samples, " training samples",
+                units > 1 ? str(" of ", units, " ", spec.unit) : std::string(), " (",
+                data.steps_per_epoch, " steps per epoch), ", data.val_samples, " for ",
+                spec.metric_name, "; ", data.total_steps, " steps; MFU against a peak of ",
+                fixed(peak / 1e12, 3), " TFLOP/s (",
+                plan_.config.run.peak_tflops > 0 ? std::string("run.peak_tflops x ranks")
+                : trainer.device().is_cuda()     ? str(MixedPrecision(plan_.config).describe(true),
+                                                       " matmul measured on ", trainer.device().str())
+                                                 : str(MixedPrecision(plan_.config).describe(),
+                                                       " matmul measured on all cores of each node"),
+                ")"));
   std::ofstream metrics;
   const RunPaths paths(plan_.config.run.dir);
   const std::string path = paths.metrics();
@@ -176,7 +178,7 @@ StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
   return StepReport(plan_, spec, start_step, peak, process_start_, std::move(metrics), path);
 }
 
-double Training::peak_flops() {
+double Training::peak_flops(const torch::Device& device) {
   const RunConfig& run = plan_.config.run;
   if (run.peak_tflops > 0) return run.peak_tflops * 1e12 * context_.world().size();
   // One rank per node measures with all of the node's cores while the others wait, so the sum
@@ -187,7 +189,7 @@ double Training::peak_flops() {
   if (node_leader_) {
     const int threads = torch::get_num_threads();
     set_compute_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-    mine = measure_matmul_tflops(MixedPrecision(plan_.config)) * 1e12;
+    mine = measure_matmul_tflops(MixedPrecision(plan_.config), device) * 1e12;
     set_compute_threads(threads);
     context_.world().barrier();
   } else {

@@ -36,8 +36,9 @@ class Training {
  private:
   int64_t load_checkpoint(Trainer& trainer);
   StepReport start_report(Trainer& trainer, int64_t start_step);
-  /// MFU's denominator in FLOP/s, for the whole job (a collective).
-  double peak_flops();
+  /// MFU's denominator in FLOP/s, for the whole job (a collective), measured on `device` unless
+  /// run.peak_tflops gives it.
+  double peak_flops(const torch::Device& device);
   bool tracing(int64_t step) const;
   bool evaluating(int64_t step) const;
   void write_trace(Trainer& trainer, int64_t step);

@@ -162,7 +162,10 @@ DistributedDataParallel::~DistributedDataParallel() {
 void DistributedDataParallel::broadcast_parameters() {
   torch::NoGradGuard no_grad;
   std::vector<WorkPtr> pending;
-  for (auto& item : params_) pending.push_back(dp_.broadcast_async(item.second, 0));
+  // One rank has nothing to receive (and a GPU run's host communicator no GPU tensors to send).
+  for (auto& item : params_) {
+    if (dp_.size() > 1) pending.push_back(dp_.broadcast_async(item.second, 0));
+  }
   for (auto& work : pending) work->wait();
   if (!gates()) return;
   // ZeRO-3: from here on each rank keeps its slices only.

@@ -14,7 +14,9 @@ torch::Tensor sum_of_squares(const std::vector<torch::Tensor>& tensors) {
   }
   torch::Tensor squares = torch::zeros({1}, torch::kDouble);
   if (!present.empty()) {
-    squares += torch::stack(at::_foreach_norm(present)).to(torch::kDouble).square().sum();
+    // On the host whatever the gradients' device: the sum then crosses the model-parallel group
+    // (a host communicator) and is read as a number.
+    squares += torch::stack(at::_foreach_norm(present)).to(torch::kDouble).square().sum().cpu();
   }
   return squares;
 }

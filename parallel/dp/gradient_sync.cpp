@@ -16,6 +16,7 @@ PerParameterAverage::PerParameterAverage(
 void PerParameterAverage::broadcast_parameters() {
   torch::NoGradGuard no_grad;
   std::vector<WorkPtr> pending;
+  if (dp_.size() == 1) return;  // nothing to receive (nor GPU tensors for a host communicator)
   for (auto& parameter : params_) pending.push_back(dp_.broadcast_async(parameter, 0));
   for (auto& work : pending) work->wait();
 }

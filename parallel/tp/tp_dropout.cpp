@@ -22,8 +22,13 @@ torch::Tensor TpDropout::tp_local(const torch::Tensor& x, double p, bool trainin
 torch::Tensor TpDropout::apply(const torch::Tensor& x, double p, bool training,
                                at::Generator& gen) {
   if (!training || p == 0.0) return x;
-  // torch::dropout has no generator argument; draw the keep-mask from ours.
-  const torch::Tensor keep = torch::empty_like(x, torch::kFloat).bernoulli_(1.0 - p, gen);
+  // torch::dropout has no generator argument; draw the keep-mask from ours. The streams are CPU
+  // generators on every device, so a CUDA run drops the elements a CPU run drops (and a
+  // checkpoint's stream positions mean the same on both); the mask then moves to x's device.
+  const torch::Tensor keep =
+      torch::empty_like(x, torch::TensorOptions(torch::kFloat).device(torch::kCPU))
+          .bernoulli_(1.0 - p, gen)
+          .to(x.device());
   return x * keep.to(x.dtype()) / (1.0 - p);
 }
 

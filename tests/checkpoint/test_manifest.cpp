@@ -202,7 +202,8 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
                                 "    reshard_after_backward: true\n",
                                 "    unit_buckets: false\n",
                                 "    heartbeat_s: 15\n",
-                                "    async: false\n"}) {
+                                "    async: false\n",
+                                "    device: \"cpu\"\n"}) {
     const auto at = written.find(key);
     REQUIRE(at != std::string::npos);
     written.erase(at, key.size());

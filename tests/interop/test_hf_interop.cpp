@@ -7,6 +7,7 @@
 // tensor (name, shape, dtype, bytes); what would load but compute something else is refused.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>

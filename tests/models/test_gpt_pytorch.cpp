@@ -3,6 +3,7 @@
 // safetensors file; the script rebuilds the model in PyTorch from those weights and compares.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 

@@ -4,6 +4,7 @@
 // scaling (the frequencies themselves are compared with the formula too).
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 

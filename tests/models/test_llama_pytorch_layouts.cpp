@@ -8,6 +8,7 @@
 // PyTorch's own training (tolerances stated there).
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 

@@ -6,7 +6,7 @@
 // without recompute; autocast does not leak out of the step.
 #include <catch2/catch.hpp>
 
-#include <ATen/autocast_mode.h>
+#include "core/torch_compat.h"
 
 #include "parallel/comm/mpi_communicator.h"
 #include "support/tiny_gpt.h"
@@ -51,7 +51,7 @@ TEST_CASE("bf16 trains fp32 master weights with gradients within bf16 rounding o
     INFO(choice_name(config.model.arch));
     const OneStep fp32 = one_step(config, Precision::kFp32, Recompute::kNone);
     const OneStep bf16 = one_step(config, Precision::kBf16, Recompute::kNone);
-    CHECK_FALSE(at::autocast::is_cpu_enabled());  // nothing leaks out of the step
+    CHECK_FALSE(autocast_enabled(at::kCPU));  // nothing leaks out of the step
     CHECK(std::abs(bf16.loss - fp32.loss) / fp32.loss < 5e-3);
     CHECK(bf16.loss != fp32.loss);  // it did compute in bf16
     double worst = 0;

@@ -2,6 +2,7 @@
 // without weight decay, and falls back to LibTorch's step for tensors it does not fuse.
 #include <catch2/catch.hpp>
 
+#include "core/torch_compat.h"
 #include "train/optim/fused_adamw.h"
 
 using namespace triax;
@@ -30,8 +31,8 @@ std::vector<torch::Tensor> run(const std::vector<torch::Tensor>& start, int step
   std::vector<torch::Tensor> out;
   for (auto& p : params) out.push_back(p.detach());
   for (auto& p : params) {
-    auto& state = static_cast<torch::optim::AdamWParamState&>(
-        *optimizer.state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
+    auto& state =
+        static_cast<torch::optim::AdamWParamState&>(*optimizer.state().at(optimizer_state_key(p)));
     CHECK(state.step() == steps);
     out.push_back(state.exp_avg());
     out.push_back(state.exp_avg_sq());

@@ -3,8 +3,11 @@
 // batch plan, the checked schedule and the stage split; the data is opened only when asked.
 #include <catch2/catch.hpp>
 
+#include <torch/cuda.h>
+
 #include "core/error.h"
 #include "support/tiny_gpt.h"
+#include "train/compute_device.h"
 #include "train/run_plan.h"
 
 using Catch::Contains;
@@ -177,4 +180,36 @@ TEST_CASE(
                     Contains("train.micro_batch_invariant: true") &&
                         Contains("train.numerics is fast") &&
                         Contains("set train.numerics: layout_invariant"));
+}
+
+TEST_CASE("run.device: cuda is refused where it cannot run, naming the key", "[plan][cuda_plan]") {
+  Config cuda = gpt(1, 1);
+  cuda.run.device = Device::kCuda;
+  CHECK_NOTHROW(plan_run(cuda, 1, DataCheck::kSkip));  // the rules; the GPU is looked for later
+  CHECK_THROWS_WITH(plan_run(cuda, 2, DataCheck::kSkip),
+                    Contains("run.device: cuda trains on one rank in this version, but the job "
+                             "has 2 ranks"));
+  Config sharded = cuda;
+  sharded.ddp.shard = ShardLevel::kOptimizer;
+  CHECK_THROWS_WITH(plan_run(sharded, 1, DataCheck::kSkip),
+                    Contains("run.device: cuda runs one rank, where there is nothing to shard "
+                             "over, but ddp.shard is optimizer"));
+  Config invariant = cuda;
+  invariant.train.numerics = Numerics::kLayoutInvariant;
+  CHECK_THROWS_WITH(plan_run(invariant, 1, DataCheck::kSkip),
+                    Contains("train.numerics: layout_invariant promises the CPU path's bits"));
+  Config mlp = cuda;
+  mlp.model.arch = ModelKind::kMlp;
+  mlp.train.optimizer = OptimizerKind::kSgd;
+  CHECK_THROWS_WITH(
+      plan_run(mlp, 1, DataCheck::kSkip),
+      Contains("run.device: cuda is supported for model.arch: gpt, llama, not 'mlp'"));
+  if (!torch::cuda::is_available()) {
+    CHECK_THROWS_AS(compute_device(Device::kCuda, 0), ConfigError);
+    CHECK_THROWS_WITH(
+        compute_device(Device::kCuda, 0),
+        Contains("run.device: cuda needs a CUDA device, but this process sees none") &&
+            Contains("Valid here: run.device: cpu"));
+  }
+  CHECK(compute_device(Device::kCpu, 3) == torch::Device(torch::kCPU));
 }

@@ -3,10 +3,13 @@
 #include <ATen/Parallel.h>
 
 #include <cmath>
+#include <map>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+
+#include "core/torch_compat.h"
 
 namespace triax {
 namespace {
@@ -14,6 +17,10 @@ namespace {
 bool dense_fp32(const torch::Tensor& t) {
   return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat &&
          t.is_contiguous() && !t.is_sparse();
+}
+
+bool dense_fp32_cuda(const torch::Tensor& t) {
+  return t.defined() && t.is_cuda() && t.scalar_type() == torch::kFloat && !t.is_sparse();
 }
 
 // Four lanes at a time where SSE2 exists (every x86-64): the compiler will not vectorise the
@@ -75,18 +82,33 @@ void adamw_update(float* p, const float* g, float* m, float* v, int64_t n,
                    [&](int64_t begin, int64_t end) { update(p, g, m, v, begin, end, c); });
 }
 
-bool FusedAdamW::fusable() const {
+bool FusedAdamW::fusable(bool (*kind)(const torch::Tensor&)) const {
   for (const auto& group : param_groups()) {
     if (static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad()) return false;
     for (const auto& p : group.params()) {
-      if (p.grad().defined() && (!dense_fp32(p) || !dense_fp32(p.grad()))) return false;
+      if (p.grad().defined() && (!kind(p) || !kind(p.grad()))) return false;
     }
   }
   return true;
 }
 
+torch::optim::AdamWParamState& FusedAdamW::state_of(const torch::Tensor& p) {
+  const auto key = optimizer_state_key(p);
+  auto found = state().find(key);
+  if (found == state().end()) {  // as LibTorch initialises it
+    auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+    fresh->step(0);
+    fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    found = state().emplace(key, std::move(fresh)).first;
+  }
+  return static_cast<torch::optim::AdamWParamState&>(*found->second);
+}
+
 torch::Tensor FusedAdamW::step(LossClosure closure) {
-  if (!fusable()) return torch::optim::AdamW::step(std::move(closure));
+  const bool host = fusable(dense_fp32);
+  const bool device = !host && fusable(dense_fp32_cuda);
+  if (!host && !device) return torch::optim::AdamW::step(std::move(closure));
   torch::NoGradGuard no_grad;
   torch::Tensor loss;
   if (closure) {
@@ -95,25 +117,43 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
   }
   for (auto& group : param_groups()) {
     const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    // The GPU's parameters of one step count in one list each (LibTorch's multi-tensor kernels):
+    // a few launches per group rather than nine per parameter.
+    std::map<int64_t, Lists> by_step;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
-      auto found = state().find(key);
-      if (found == state().end()) {  // as LibTorch initialises it
-        auto fresh = std::make_unique<torch::optim::AdamWParamState>();
-        fresh->step(0);
-        fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        found = state().emplace(key, std::move(fresh)).first;
-      }
-      auto& s = static_cast<torch::optim::AdamWParamState&>(*found->second);
+      auto& s = state_of(p);
       s.step(s.step() + 1);
+      if (device) {
+        Lists& lists = by_step[s.step()];
+        lists.params.push_back(p);
+        lists.grads.push_back(p.grad());
+        lists.exp_avgs.push_back(s.exp_avg());
+        lists.exp_avg_sqs.push_back(s.exp_avg_sq());
+        continue;
+      }
       adamw_update(p.data_ptr<float>(), p.grad().data_ptr<float>(), s.exp_avg().data_ptr<float>(),
                    s.exp_avg_sq().data_ptr<float>(), p.numel(),
                    adamw_coefficients(options, s.step()));
     }
+    for (auto& [step, lists] : by_step) {
+      adamw_update_lists(lists, adamw_coefficients(options, step));
+    }
   }
   return loss;
+}
+
+void adamw_update_lists(FusedAdamW::Lists& l, const AdamWCoefficients& c) {
+  // The formula above, op by op over every tensor of the lists.
+  if (c.decays) at::_foreach_mul_(l.params, c.decay);
+  at::_foreach_mul_(l.exp_avgs, c.beta1);
+  at::_foreach_add_(l.exp_avgs, l.grads, c.one_minus_beta1);
+  at::_foreach_mul_(l.exp_avg_sqs, c.beta2);
+  at::_foreach_addcmul_(l.exp_avg_sqs, l.grads, l.grads, c.one_minus_beta2);
+  std::vector<torch::Tensor> denom = at::_foreach_sqrt(l.exp_avg_sqs);
+  at::_foreach_div_(denom, c.sqrt_bias2);
+  at::_foreach_add_(denom, c.eps);
+  at::_foreach_addcdiv_(l.params, l.exp_avgs, denom, -c.step_size);
 }
 
 }  // namespace triax

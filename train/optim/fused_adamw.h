@@ -8,8 +8,10 @@
 //   p -= lr / (1-β1^t) · m / (sqrt(v) / sqrt(1-β2^t) + eps)
 // (results differ from LibTorch's only where its vectorised kernels fuse a multiply-add).
 // The state (step, exp_avg, exp_avg_sq per parameter) is LibTorch's own, so checkpoints and
-// resumption are unchanged. Parameters that are not dense contiguous fp32 CPU tensors with
-// matching gradients, or AMSGrad, take LibTorch's step.
+// resumption are unchanged. On a GPU (run.device: cuda) the same formula runs as LibTorch's
+// multi-tensor kernels over all parameters of a group at once (adamw_update_lists: a few
+// launches per step, where LibTorch's step launches nine kernels per parameter). Parameters that
+// are neither, or AMSGrad, take LibTorch's step.
 #pragma once
 
 #include <torch/torch.h>
@@ -39,8 +41,19 @@ class FusedAdamW : public torch::optim::AdamW {
   using torch::optim::AdamW::AdamW;
   torch::Tensor step(LossClosure closure = nullptr) override;
 
+  /// Parameters at one step on a GPU, with their gradients and moments, in the same order.
+  struct Lists {
+    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs;
+  };
+
  private:
-  bool fusable() const;
+  /// No AMSGrad, and every parameter with a gradient (and the gradient) of `kind`.
+  bool fusable(bool (*kind)(const torch::Tensor&)) const;
+  /// The parameter's state, made as LibTorch makes it at its first step.
+  torch::optim::AdamWParamState& state_of(const torch::Tensor& p);
 };
+
+/// The same update over lists of CUDA tensors by LibTorch's multi-tensor (_foreach) kernels.
+void adamw_update_lists(FusedAdamW::Lists& lists, const AdamWCoefficients& c);
 
 }  // namespace triax

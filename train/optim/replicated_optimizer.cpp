@@ -2,6 +2,7 @@
 
 #include "checkpoint/state_name.h"
 #include "core/error.h"
+#include "core/torch_compat.h"
 #include "parallel/dp/grad_norm.h"
 #include "train/optim/fused_adamw.h"
 
@@ -15,8 +16,8 @@ bool decays(const torch::Tensor& parameter) {
 }
 
 // How LibTorch's optimizers key their per-parameter state.
-std::string state_key(const torch::Tensor& p) {
-  return c10::guts::to_string(p.unsafeGetTensorImpl());
+auto state_key(const torch::Tensor& p) {
+  return optimizer_state_key(p);
 }
 
 std::string state_name(const std::string& param, const char* kind) {
@@ -119,19 +120,20 @@ void ReplicatedOptimizer::load_state(const std::map<std::string, torch::Tensor>&
         throw Error(str("checkpoint holds AdamW state for ", p.name,
                         "; this run's optimizer is not AdamW"));
       auto restored = std::make_unique<torch::optim::AdamWParamState>();
-      restored->exp_avg(avg->clone());
+      // Copies on the parameter's device (a checkpoint is read to the host).
+      restored->exp_avg(avg->to(p.tensor.device(), /*non_blocking=*/false, /*copy=*/true));
       const torch::Tensor* sq = get(p.name, "exp_avg_sq");
       const torch::Tensor* steps = get(p.name, "step");
       if (sq == nullptr || steps == nullptr)
         throw Error(str("checkpoint lacks AdamW state of ", p.name));
-      restored->exp_avg_sq(sq->clone());
+      restored->exp_avg_sq(sq->to(p.tensor.device(), false, true));
       restored->step(steps->item<int64_t>());
       state[state_key(p.tensor)] = std::move(restored);
     } else if (const torch::Tensor* momentum = get(p.name, "momentum")) {
       if (adamw_)
         throw Error(str("checkpoint holds SGD momentum for ", p.name, "; this run uses AdamW"));
       auto restored = std::make_unique<torch::optim::SGDParamState>();
-      restored->momentum_buffer(momentum->clone());
+      restored->momentum_buffer(momentum->to(p.tensor.device(), false, true));
       state[state_key(p.tensor)] = std::move(restored);
     }
   }
