@@ -56,6 +56,13 @@ std::string BackgroundSave::save(int64_t step, const CheckpointLayout& layout,
         std::async(std::launch::async, [target = pending.target, copy = std::move(copy)]() mutable {
           return write_checkpoint_shard(target, std::move(copy)).encode();
         });
+  } else if (CheckpointContents mine = contents(); mine.stream) {
+    // This rank's slices reach the writer from the same thread's stream (its copies, over the
+    // save's own communicator: the caller's contents are built for a background save).
+    pending.record = std::async(std::launch::async, [mine = std::move(mine)]() mutable {
+      stream_checkpoint_shard(std::move(mine));
+      return std::string();
+    });
   } else {
     std::promise<std::string> none;
     none.set_value("");

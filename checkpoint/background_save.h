@@ -13,6 +13,10 @@
 //   - A writer's error (a full disk) is raised on its rank at the next poll, as a synchronous
 //     save would have raised it.
 //   - finish() waits: before a save on a stop signal or at the end, and before the run returns.
+//   - Where the dp ranks hold slices (a sharded optimizer), each takes a copy of its own slices
+//     and its thread streams them to the writer a bucket at a time over the save's own
+//     communicator (the contents are built so): the snapshot is 1/dp of the state, and no rank
+//     holds the whole.
 // Without async every save is synchronous, as before.
 #pragma once
 
@@ -36,9 +40,13 @@ class BackgroundSave {
   BackgroundSave& operator=(const BackgroundSave&) = delete;
 
   /// Saves `step` (a collective). `wait`: synchronously even when async (a stop signal, the
-  /// last step). Returns the step folder.
+  /// last step). Returns the step folder. `contents` is called on every rank; built for a
+  /// background save where background(wait) is true.
   std::string save(int64_t step, const CheckpointLayout& layout,
                    const std::function<CheckpointContents()>& contents, bool wait);
+  /// Whether save(..., wait) writes on a thread: the contents' stream must then use copies and
+  /// a communicator of its own.
+  bool background(bool wait) const { return async_ && !wait; }
   /// At a step boundary (a collective while a save is in flight): completes it when every
   /// writer is done.
   void poll();

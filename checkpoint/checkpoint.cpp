@@ -44,23 +44,52 @@ std::string begin_checkpoint(ParallelContext& context, const Config& config, int
   return dir;
 }
 
+std::vector<std::pair<std::string, torch::Tensor>> materialize(CheckpointContents contents) {
+  std::map<std::string, torch::Tensor> streamed;
+  if (contents.stream) {
+    contents.stream([&](const std::string& name, const torch::Tensor& value) {
+      streamed[name] = value.clone();
+    });
+  }
+  for (auto& [name, tensor] : contents.tensors) {
+    if (!tensor.is_meta()) continue;
+    const auto it = streamed.find(name);
+    TRIAX_CHECK(it != streamed.end(), "checkpoint contents: nothing streamed for ", name);
+    tensor = it->second;
+  }
+  return std::move(contents.tensors);
+}
+
 ShardRecord write_checkpoint_shard(const ShardTarget& target, CheckpointContents contents) {
-  SafetensorsFile shard;
-  shard.tensors = std::move(contents.tensors);
-  shard.metadata = {{"format", "triax-checkpoint-shard"},
-                    {"step", std::to_string(target.step)},
-                    {"pipeline_rank", std::to_string(target.pipeline_rank)},
-                    {"tensor_rank", std::to_string(target.tensor_rank)}};
+  const std::map<std::string, std::string> metadata = {
+      {"format", "triax-checkpoint-shard"},
+      {"step", std::to_string(target.step)},
+      {"pipeline_rank", std::to_string(target.pipeline_rank)},
+      {"tensor_rank", std::to_string(target.tensor_rank)}};
   ShardRecord record;
   record.shard.file = target.dir + "/" + shard_name(target.pipeline_rank, target.tensor_rank);
   record.shard.pipeline_rank = target.pipeline_rank;
   record.shard.tensor_rank = target.tensor_rank;
   stall_point("checkpoint-shard", target.step);
-  save_safetensors(record.shard.file, shard);
+  {
+    SafetensorsWriter out(record.shard.file, contents.tensors, metadata);
+    for (const auto& [name, tensor] : contents.tensors) {
+      if (!tensor.is_meta()) out.write(name, tensor);
+    }
+    // The rest arrives a bucket at a time and is written where the header put it.
+    if (contents.stream)
+      contents.stream(
+          [&](const std::string& name, const torch::Tensor& value) { out.write(name, value); });
+    out.commit();
+  }
   fault_point("checkpoint-shard-written", target.step);
   record.shard.crc32 = file_crc32(record.shard.file, &record.shard.bytes);
   record.parameters = std::move(contents.parameters);
   return record;
+}
+
+void stream_checkpoint_shard(CheckpointContents contents) {
+  if (contents.stream) contents.stream([](const std::string&, const torch::Tensor&) {});
 }
 
 void complete_checkpoint(ParallelContext& context, const Config& config, const ShardTarget& target,
@@ -103,7 +132,11 @@ std::string save_checkpoint(ParallelContext& context, const Config& config, int6
                             const std::function<CheckpointContents()>& contents) {
   const ShardTarget target = shard_target(context, begin_checkpoint(context, config, step), step);
   std::string mine;
-  if (context.dp_rank() == 0) mine = write_checkpoint_shard(target, contents()).encode();
+  if (context.dp_rank() == 0) {
+    mine = write_checkpoint_shard(target, contents()).encode();
+  } else {
+    stream_checkpoint_shard(contents());
+  }
   complete_checkpoint(context, config, target, layout, mine);
   context.world().barrier();
   return target.dir;

@@ -25,6 +25,11 @@ void AtomicFile::write(const void* data, size_t bytes) {
   ok_ = ok_ && std::fwrite(data, 1, bytes, file_) == bytes;
 }
 
+void AtomicFile::write_at(uint64_t offset, const void* data, size_t bytes) {
+  ok_ = ok_ && ::fseeko(file_, static_cast<off_t>(offset), SEEK_SET) == 0;
+  write(data, bytes);
+}
+
 void AtomicFile::commit() {
   bool ok = ok_ && std::fflush(file_) == 0 && ::fsync(fileno(file_)) == 0;
   ok = (std::fclose(file_) == 0) && ok;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -20,6 +21,8 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   void write(const void* data, size_t bytes);
+  /// Writes at byte `offset` of the file (past its end: the gap reads as zeros until written).
+  void write_at(uint64_t offset, const void* data, size_t bytes);
   /// Flushes, fsyncs and renames into place; throws Error naming the path on any failure.
   void commit();
 

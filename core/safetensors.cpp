@@ -64,39 +64,67 @@ const torch::Tensor& SafetensorsFile::at(const std::string& name) const {
 }
 
 void save_safetensors(const std::string& path, const SafetensorsFile& file) {
+  SafetensorsWriter out(path, file.tensors, file.metadata);
+  for (const auto& [name, tensor] : file.tensors) out.write(name, tensor);
+  out.commit();
+}
+
+SafetensorsWriter::SafetensorsWriter(
+    const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& layout,
+    const std::map<std::string, std::string>& metadata)
+    : path_(path), out_(path) {
   std::string header = "{";
-  if (!file.metadata.empty()) {
+  if (!metadata.empty()) {
     header += "\"__metadata__\":{";
     bool first = true;
-    for (const auto& [key, value] : file.metadata) {
+    for (const auto& [key, value] : metadata) {
       header += str(first ? "" : ",", json_string(key), ":", json_string(value));
       first = false;
     }
     header += "}";
   }
-  std::vector<torch::Tensor> data;
-  int64_t offset = 0;
-  for (const auto& [name, tensor] : file.tensors) {
-    const torch::Tensor t = tensor.detach().to(torch::kCPU).contiguous();
-    const int64_t bytes = t.numel() * t.element_size();
+  uint64_t offset = 0;
+  for (const auto& [name, tensor] : layout) {
+    Slot slot;
+    slot.offset = offset;
+    slot.dtype = tensor.scalar_type();
+    slot.sizes = tensor.sizes().vec();
+    const uint64_t bytes = static_cast<uint64_t>(tensor.numel()) * tensor.element_size();
     header += str(header.size() > 1 ? "," : "", json_string(name), ":{\"dtype\":\"",
-                  dtype_name(t.scalar_type()), "\",\"shape\":[", join(t.sizes(), ","),
+                  dtype_name(slot.dtype), "\",\"shape\":[", join(slot.sizes, ","),
                   "],\"data_offsets\":[", offset, ",", offset + bytes, "]}");
     offset += bytes;
-    data.push_back(t);
+    TRIAX_CHECK(slots_.emplace(name, slot).second, path, ": tensor ", name, " listed twice");
+    order_.push_back(name);
   }
   header += "}";
   header.append((8 - header.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned
-
-  AtomicFile out(path);
   const uint64_t size = header.size();
   unsigned char prefix[8];
   for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(size >> (8 * i));
-  out.write(prefix, 8);
-  out.write(header.data(), header.size());
-  for (const auto& t : data)
-    out.write(t.data_ptr(), static_cast<size_t>(t.numel() * t.element_size()));
-  out.commit();
+  out_.write(prefix, 8);
+  out_.write(header.data(), header.size());
+  for (auto& [name, slot] : slots_) slot.offset += 8 + size;
+}
+
+void SafetensorsWriter::write(const std::string& name, const torch::Tensor& value) {
+  const auto it = slots_.find(name);
+  TRIAX_CHECK(it != slots_.end(), path_, ": tensor ", name, " is not in the file's header");
+  Slot& slot = it->second;
+  TRIAX_CHECK(!slot.written, path_, ": tensor ", name, " written twice");
+  TRIAX_CHECK(value.scalar_type() == slot.dtype && value.sizes().vec() == slot.sizes, path_,
+              ": tensor ", name, " is ", value.scalar_type(), " ", value.sizes(),
+              ", the header says ", slot.dtype, " ", torch::IntArrayRef(slot.sizes));
+  const torch::Tensor t = value.detach().to(torch::kCPU).contiguous();
+  out_.write_at(slot.offset, t.data_ptr(), static_cast<size_t>(t.numel() * t.element_size()));
+  slot.written = true;
+}
+
+void SafetensorsWriter::commit() {
+  for (const std::string& name : order_) {
+    TRIAX_CHECK(slots_.at(name).written, path_, ": tensor ", name, " was never written");
+  }
+  out_.commit();
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {

@@ -136,6 +136,11 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
   // A sharded optimizer gathers and sums its slices over the ranks that split the state.
   optimizer_ = make_optimizer(config_, params_, grads_.syncs, shard_group_ ? *shard_group_ : dp,
                               context_.model_parallel());
+  if (config_.checkpoint.async && level != ShardLevel::kNone) {
+    // A background save streams the slices from its own thread, over a communicator of its own.
+    Communicator& over = shard_group_ ? *shard_group_ : dp;
+    checkpoint_group_ = over.split(0, over.rank());
+  }
   if (invariant()) {
     ordered_norm_ =
         std::make_unique<OrderedGradNorm>(std::move(norm_keys), context_.model_parallel());
@@ -373,29 +378,36 @@ void Trainer::with_whole_parameters(const std::function<void()>& use, size_t fir
   ddp_[first]->with_whole_parameters([&] { with_whole_parameters(use, first + 1); });
 }
 
-CheckpointContents Trainer::checkpoint_contents() {
-  std::vector<NamedTensors> state = optimizer_->state_by_parameter();  // collective (ZeRO-1)
-  // bf16 working weights: the file holds the fp32 master (collective), not their rounding.
-  const std::vector<torch::Tensor> master = optimizer_->master_weights();
+CheckpointContents Trainer::checkpoint_contents(bool background) {
   CheckpointContents out;
-  const auto add = [&](size_t k, const torch::Tensor& value) {
-    out.tensors.emplace_back(params_[k].name, value);
-    for (auto& named : state[k]) out.tensors.push_back(std::move(named));
+  const auto add_all = [&](NamedTensors& named) {
+    for (auto& item : named) out.tensors.push_back(std::move(item));
   };
-  if (!master.empty()) {
-    for (size_t k = 0; k < params_.size(); ++k) add(k, master[k]);
+  // A sharded optimizer streams its state a bucket at a time, and the values too where a rank
+  // holds only slices of them (ZeRO-3, the fp32 master of bf16 weights) or where a background
+  // save would otherwise copy them whole.
+  const bool sliced_values = shard_level(config_) == ShardLevel::kParameters ||
+                             config_.train.param_dtype == Precision::kBf16 || background;
+  StateStream streamed = optimizer_->stream_state(sliced_values, background,
+                                                  background ? checkpoint_group_.get() : nullptr);
+  if (streamed.stream) {
+    for (size_t k = 0; k < params_.size(); ++k) {
+      if (!sliced_values) out.tensors.emplace_back(params_[k].name, params_[k].tensor.detach());
+      add_all(streamed.by_parameter[k]);
+    }
+    out.stream = std::move(streamed.stream);
   } else {
-    // ZeRO-3 gathers the parameters for the save and frees them after: the file gets copies.
-    const bool sliced = shard_level(config_) == ShardLevel::kParameters;
-    with_whole_parameters([&] {
-      for (size_t k = 0; k < params_.size(); ++k) {
-        const torch::Tensor value = params_[k].tensor.detach();
-        add(k, sliced ? value.clone() : value);
-      }
-    });
+    // Replicated, or ZeRO-1/2 before its first step: the values (and any state) are whole here.
+    std::vector<NamedTensors> state = optimizer_->state_by_parameter();
+    for (size_t k = 0; k < params_.size(); ++k) {
+      out.tensors.emplace_back(params_[k].name, params_[k].tensor.detach());
+      add_all(state[k]);
+    }
   }
   // The file is written from the host (a CUDA run's tensors are copied; CPU ones stay as they are).
-  for (auto& named : out.tensors) named.second = named.second.to(torch::kCPU);
+  for (auto& named : out.tensors) {
+    if (!named.second.is_meta()) named.second = named.second.to(torch::kCPU);
+  }
   for (size_t c = 0; c < chunks_.size(); ++c) {
     const int chunk = static_cast<int>(c);
     for (auto& [name, value] : chunks_[c]->rng_state()) {

@@ -108,8 +108,10 @@ class Trainer {
   const BatchPlan& plan() const { return plan_; }
   /// This rank's parameters, optimizer state and random-stream positions, by checkpoint name
   /// (checkpoint/state_name.h), with its chunks' parameter table. Call on every rank: with a
-  /// sharded optimizer it gathers the state over dp.
-  CheckpointContents checkpoint_contents();
+  /// sharded optimizer the state (and sliced values) come as a stream that gathers them over dp
+  /// one bucket at a time (materialize() for all at once). `background`: for a save on another
+  /// thread (the stream works on copies, over its own communicator).
+  CheckpointContents checkpoint_contents(bool background = false);
   /// Restores what checkpoint_contents() gave (names checked; throws naming a missing one).
   void load_state_tensors(const std::map<std::string, torch::Tensor>& tensors);
   /// Bytes of optimizer state this rank holds (its slices with ddp.shard).
@@ -155,6 +157,7 @@ class Trainer {
   // and the groups across which their slices are replicated. Declared before ddp_ and the
   // optimizer, which use them (so destroyed after them).
   std::unique_ptr<Communicator> shard_group_;
+  std::unique_ptr<Communicator> checkpoint_group_;  ///< a background save's stream (ZeRO)
   /// One per chunk: ZeRO-2 issues a chunk's replica all-reduces as its reduce-scatters land, so
   /// two chunks' on one communicator could reach the ranks in different orders.
   std::vector<std::unique_ptr<Communicator>> replica_groups_;

@@ -242,9 +242,9 @@ Training::Evaluation Training::evaluate(Trainer& trainer, BatchSource& batches) 
 void Training::save(Trainer& trainer, BackgroundSave& saves, int64_t step, bool wait) {
   const Clock::time_point start = Clock::now();
   const CheckpointLayout layout{trainer.schedule().chunks, plan_.batch.global_batch};
-  // Every rank builds the contents (a sharded optimizer gathers its state over dp); dp rank 0
-  // writes them.
-  CheckpointContents contents = trainer.checkpoint_contents();
+  // Every rank builds the contents (a sharded optimizer streams its slices over dp, a bucket at
+  // a time); dp rank 0 writes them.
+  CheckpointContents contents = trainer.checkpoint_contents(saves.background(wait));
   const std::string dir = saves.save(
       step, layout, [&] { return std::move(contents); }, wait);
   if (saves.in_flight()) return;  // BackgroundSave reports when it is written

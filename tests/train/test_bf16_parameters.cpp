@@ -54,7 +54,7 @@ std::map<std::string, torch::Tensor> saved_parameters(Trainer& trainer) {
       names[StateName::of_parameter(static_cast<int>(c), item.key()).str()] = torch::Tensor();
     }
   }
-  for (auto& [name, tensor] : trainer.checkpoint_contents().tensors) {
+  for (auto& [name, tensor] : materialize(trainer.checkpoint_contents())) {
     const auto it = names.find(name);
     if (it != names.end()) it->second = tensor.clone();
   }
@@ -77,7 +77,7 @@ std::map<std::string, torch::Tensor> working_weights(Trainer& trainer) {
 
 std::map<std::string, torch::Tensor> as_map(CheckpointContents contents) {
   std::map<std::string, torch::Tensor> out;
-  for (auto& [name, tensor] : contents.tensors) out[name] = tensor.clone();
+  for (auto& [name, tensor] : materialize(std::move(contents))) out[name] = tensor.clone();
   return out;
 }
 

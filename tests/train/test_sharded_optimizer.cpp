@@ -84,7 +84,7 @@ bool same_parameters(Trainer& a, Trainer& b) {
 
 std::map<std::string, torch::Tensor> as_map(CheckpointContents contents) {
   std::map<std::string, torch::Tensor> out;
-  for (auto& [name, tensor] : contents.tensors) out[name] = tensor.clone();
+  for (auto& [name, tensor] : materialize(std::move(contents))) out[name] = tensor.clone();
   return out;
 }
 

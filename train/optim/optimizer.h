@@ -1,4 +1,5 @@
-// defines: triax::Optimizer, triax::OptimizedParam, triax::NamedTensors, triax::make_optimizer
+// defines: triax::Optimizer, triax::OptimizedParam, triax::NamedTensors, triax::StateStream,
+//          triax::make_optimizer
 //
 // One optimizer object per run, whatever its kind (Megatron's MegatronOptimizer, torchtitan's
 // OptimizersContainer): the trainer sets the learning rate, calls step(max_norm) once the
@@ -25,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "core/config.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/dp/gradient_sync.h"
@@ -38,6 +40,15 @@ struct OptimizedParam {
   std::string name;  ///< its checkpoint name (StateName::of_parameter)
   torch::Tensor tensor;
   bool counted = true;  ///< counts in the global norm on this rank (ParamTraits::counted)
+};
+
+/// A sharded optimizer's part of a checkpoint, streamed (checkpoint/checkpoint.h): for each
+/// parameter, in the constructor's order, the tensors it hands over (meta tensors: a name, a
+/// dtype and a shape; a ready one, such as the step, as it is), and the collective that hands
+/// the meta ones to a sink one bucket at a time.
+struct StateStream {
+  std::vector<NamedTensors> by_parameter;
+  std::function<void(const TensorSink&)> stream;  ///< empty: the optimizer streams nothing
 };
 
 class Optimizer {
@@ -56,11 +67,16 @@ class Optimizer {
   virtual void load_state(const std::map<std::string, torch::Tensor>& tensors) = 0;
   /// Bytes of optimizer state this rank holds (a master copy included).
   virtual int64_t state_bytes() const = 0;
-  /// Where the optimizer holds the fp32 master copy of lower-precision working weights
-  /// (train.param_dtype: bf16): every parameter's whole fp32 value, in the constructor's order
-  /// (collective over dp for a sharded one: call on every rank). Empty: the parameters are the
-  /// master weights.
-  virtual std::vector<torch::Tensor> master_weights() { return {}; }
+  /// For a checkpoint without holding the state whole (ZeRO's sharded optimizer; the default
+  /// streams nothing and state_by_parameter() serves): each parameter's state and, with
+  /// `values`, its fp32 value (from the master slices, or the working weights' slices), gathered
+  /// one bucket at a time over `over` (the ranks that split the state; nullptr: the optimizer's
+  /// own group). `copy`: from copies of this rank's slices taken now (a background save's
+  /// snapshot; the stream then runs on another thread, over a communicator of its own).
+  virtual StateStream stream_state(bool values, bool copy, Communicator* over) {
+    (void)values, (void)copy, (void)over;
+    return {};
+  }
   /// Layout-invariant numerics: step() takes the global norm from `norm` (OrderedGradNorm, over
   /// the whole reduced gradients) instead of summing its own squares.
   void set_norm_source(std::function<double()> norm) { norm_source_ = std::move(norm); }

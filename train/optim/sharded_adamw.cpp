@@ -125,24 +125,18 @@ std::string state_name(const std::string& param, const char* kind) {
 }  // namespace
 
 std::vector<NamedTensors> ShardedAdamW::state_by_parameter() {
-  std::vector<NamedTensors> out(params_.size());
-  if (step_ == 0) return out;  // before the first step there is no state, as LibTorch's
-  for (const Part& part : parts_) {
-    const torch::Tensor m = dp_.all_gather(part.exp_avg);
-    const torch::Tensor v = dp_.all_gather(part.exp_avg_sq);
-    for (size_t k = 0; k < part.view.members.size(); ++k) {
-      const auto& member = part.view.members[k];
-      const OptimizedParam& p = params_[part.indices[k]];
-      NamedTensors& state = out[part.indices[k]];
-      const auto sizes = p.tensor.sizes();
-      state.emplace_back(state_name(p.name, "exp_avg"),
-                         m.narrow(0, member.offset, member.numel).view(sizes));
-      state.emplace_back(state_name(p.name, "exp_avg_sq"),
-                         v.narrow(0, member.offset, member.numel).view(sizes));
-      state.emplace_back(state_name(p.name, "step"), torch::tensor({step_}, torch::kLong));
+  // The stream, gathered whole (a checkpoint streams it instead).
+  StateStream state = stream_state(/*values=*/false, /*copy=*/false, nullptr);
+  if (!state.stream) return std::vector<NamedTensors>(params_.size());
+  std::map<std::string, torch::Tensor> gathered;
+  state.stream(
+      [&](const std::string& name, const torch::Tensor& value) { gathered[name] = value; });
+  for (NamedTensors& named : state.by_parameter) {
+    for (auto& [name, tensor] : named) {
+      if (tensor.is_meta()) tensor = gathered.at(name);
     }
   }
-  return out;
+  return state.by_parameter;
 }
 
 void ShardedAdamW::load_state(const std::map<std::string, torch::Tensor>& tensors) {
@@ -202,19 +196,73 @@ int64_t ShardedAdamW::state_bytes() const {
   return bytes;
 }
 
-std::vector<torch::Tensor> ShardedAdamW::master_weights() {
-  std::vector<torch::Tensor> out;
-  if (parts_.empty() || !parts_.front().master.defined()) return out;
-  out.resize(params_.size());
+StateStream ShardedAdamW::stream_state(bool values, bool copy, Communicator* over) {
+  StateStream out;
+  const bool state = step_ > 0;  // before the first step there is no state, as LibTorch's
+  if (!values && !state) return out;
+  out.by_parameter.resize(params_.size());
+  const auto meta = [](const torch::Tensor& like) {
+    return torch::empty(like.sizes(), torch::TensorOptions(torch::kFloat).device(torch::kMeta));
+  };
+  // What each bucket hands over: its members (name, offset, shape) and this rank's slices of the
+  // values and of the moments, or copies of them.
+  struct Member {
+    std::string name;
+    int64_t offset, numel;
+    std::vector<int64_t> sizes;
+  };
+  struct Slices {
+    std::vector<Member> members;
+    torch::Tensor values, exp_avg, exp_avg_sq;
+  };
+  auto buckets = std::make_shared<std::vector<Slices>>();
+  const auto take = [copy](const torch::Tensor& t) {
+    return copy ? t.detach().clone() : t.detach();
+  };
   for (const Part& part : parts_) {
-    // One bucket's whole master at a time: its parameters' values are views of it.
-    const torch::Tensor whole = dp_.all_gather(part.master);
+    Slices slices;
     for (size_t k = 0; k < part.view.members.size(); ++k) {
       const auto& member = part.view.members[k];
-      out[part.indices[k]] = whole.narrow(0, member.offset, member.numel)
-                                 .view(params_[part.indices[k]].tensor.sizes());
+      const OptimizedParam& p = params_[part.indices[k]];
+      slices.members.push_back({p.name, member.offset, member.numel, p.tensor.sizes().vec()});
+    }
+    if (values) {
+      // fp32 whatever the working weights' dtype: the master where there is one.
+      slices.values = take(part.master.defined() ? part.master : working_slice(part.view));
+    }
+    if (state) {
+      slices.exp_avg = take(part.exp_avg);
+      slices.exp_avg_sq = take(part.exp_avg_sq);
+    }
+    buckets->push_back(std::move(slices));
+  }
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const OptimizedParam& p = params_[k];
+    NamedTensors& mine = out.by_parameter[k];
+    if (values) mine.emplace_back(p.name, meta(p.tensor));
+    if (state) {
+      mine.emplace_back(state_name(p.name, "exp_avg"), meta(p.tensor));
+      mine.emplace_back(state_name(p.name, "exp_avg_sq"), meta(p.tensor));
+      mine.emplace_back(state_name(p.name, "step"), torch::tensor({step_}, torch::kLong));
     }
   }
+  Communicator* comm = over != nullptr ? over : &dp_;
+  out.stream = [buckets, comm](const TensorSink& sink) {
+    for (const Slices& slices : *buckets) {
+      // One bucket whole at a time: the only whole state any rank holds.
+      const auto hand_over = [&](const torch::Tensor& slice, const char* kind) {
+        if (!slice.defined()) return;
+        const torch::Tensor whole = comm->all_gather(slice);
+        for (const Member& m : slices.members) {
+          sink(kind == nullptr ? m.name : state_name(m.name, kind),
+               whole.narrow(0, m.offset, m.numel).view(m.sizes));
+        }
+      };
+      hand_over(slices.values, nullptr);
+      hand_over(slices.exp_avg, "exp_avg");
+      hand_over(slices.exp_avg_sq, "exp_avg_sq");
+    }
+  };
   return out;
 }
 

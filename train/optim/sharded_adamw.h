@@ -10,13 +10,14 @@
 // Clipping stays global and exact: each rank sums the squares of the counted elements of its
 // slices (a parameter's elements count where the unsharded norm counts them: grad_norm.h), and
 // the sum is all-reduced over dp and then over the model-parallel group.
-// Checkpoints keep the unsharded per-parameter format: state_by_parameter() all-gathers the
-// moments, load_state() takes this rank's slices of them, so a run resumes at any dp, with or
+// Checkpoints keep the unsharded per-parameter format: a save streams the moments (and the
+// values, where a rank holds only slices of them) one bucket at a time (stream_state), so no rank
+// holds them whole; load_state() takes this rank's slices, so a run resumes at any dp, with or
 // without sharding.
 // bf16 working weights (train.param_dtype: bf16: DDP's flat parameters are bf16): the fp32
 // master copy of this rank's slice lives here beside the moments (12/dp bytes per parameter), is
 // what AdamW updates, and is rounded (to nearest even) into the bf16 slice that is all-gathered
-// (ZeRO-1/2) or kept (ZeRO-3); checkpoints save the master (master_weights()), so a bf16 run
+// (ZeRO-1/2) or kept (ZeRO-3); checkpoints save the master (streamed: stream_state), so a bf16 run
 // resumes in fp32 and back with no rounding of the saved values.
 #pragma once
 
@@ -47,7 +48,7 @@ class ShardedAdamW : public Optimizer {
   /// This rank's slices of the saved state (any dp wrote it).
   void load_state(const std::map<std::string, torch::Tensor>& tensors) override;
   int64_t state_bytes() const override;
-  std::vector<torch::Tensor> master_weights() override;
+  StateStream stream_state(bool values, bool copy, Communicator* over) override;
 
  private:
   /// The norm from this rank's slices, summed over dp and the model-parallel group.
