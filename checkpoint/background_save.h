@@ -11,7 +11,8 @@
 //   - poll() at every step boundary finishes a save whose writers are all done (one small
 //     all-reduce while a save is in flight; nothing otherwise).
 //   - A writer's error (a full disk) is raised on its rank at the next poll, as a synchronous
-//     save would have raised it.
+//     save would have raised it (a writer that fails mid-stream still runs the stream to its end,
+//     so the other ranks' gathers complete).
 //   - finish() waits: before a save on a stop signal or at the end, and before the run returns.
 //   - Where the dp ranks hold slices (a sharded optimizer), each takes a copy of its own slices
 //     and its thread streams them to the writer a bucket at a time over the save's own

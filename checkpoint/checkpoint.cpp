@@ -1,7 +1,9 @@
 #include "checkpoint/checkpoint.h"
 
 #include <algorithm>
+#include <exception>
 #include <filesystem>
+#include <optional>
 
 #include "checkpoint/location.h"
 #include "core/crc32.h"
@@ -72,15 +74,32 @@ ShardRecord write_checkpoint_shard(const ShardTarget& target, CheckpointContents
   record.shard.tensor_rank = target.tensor_rank;
   stall_point("checkpoint-shard", target.step);
   {
-    SafetensorsWriter out(record.shard.file, contents.tensors, metadata);
-    for (const auto& [name, tensor] : contents.tensors) {
-      if (!tensor.is_meta()) out.write(name, tensor);
-    }
+    // A failure to write (an unwritable folder, a tensor that differs from the header) still
+    // lets the stream run to its end, so the other dp ranks' gathers complete; it is raised after.
+    std::optional<SafetensorsWriter> out;
+    std::exception_ptr failed;
+    const auto attempt = [&](const std::function<void()>& write) {
+      if (failed) return;
+      try {
+        write();
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    };
+    attempt([&] {
+      out.emplace(record.shard.file, contents.tensors, metadata);
+      for (const auto& [name, tensor] : contents.tensors) {
+        if (!tensor.is_meta()) out->write(name, tensor);
+      }
+    });
     // The rest arrives a bucket at a time and is written where the header put it.
-    if (contents.stream)
-      contents.stream(
-          [&](const std::string& name, const torch::Tensor& value) { out.write(name, value); });
-    out.commit();
+    if (contents.stream) {
+      contents.stream([&](const std::string& name, const torch::Tensor& value) {
+        attempt([&] { out->write(name, value); });
+      });
+    }
+    if (failed) std::rethrow_exception(failed);
+    out->commit();
   }
   fault_point("checkpoint-shard-written", target.step);
   record.shard.crc32 = file_crc32(record.shard.file, &record.shard.bytes);

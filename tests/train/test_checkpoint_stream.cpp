@@ -4,8 +4,8 @@
 // bf16 working weights: the file a save writes holds exactly the tensors of the whole contents
 // (materialize(), the gathered form), bit for bit; each rank's tensor memory grows during the
 // save by less than a quarter of the position's state (a bucket here is 2 KB of a ~100 KB model);
-// and a background save's contents are a snapshot: a step taken before they are written does not
-// reach the file.
+// a background save's contents are a snapshot: a step taken before they are written does not
+// reach the file; and a writer that cannot write still runs the stream, so no rank hangs.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -105,6 +105,17 @@ TEST_CASE("a sharded checkpoint is streamed a bucket at a time, bit for bit", "[
     const std::string later = write(context, dir, std::move(snapshot));
     if (context.dp_rank() == 0) CHECK(same(read(later), expected));
     CHECK_FALSE(same(whole(trainer), expected));  // the step did change the state
+
+    // A writer that cannot write still runs the stream to its end: the other ranks' gathers
+    // complete (no one waits for the timeout), and the writer raises its error after.
+    if (context.dp_rank() == 0) {
+      CHECK_THROWS_WITH(
+          write_checkpoint_shard(ShardTarget{"/proc/triax-unwritable", 1, 0, 0},
+                                 trainer.checkpoint_contents()),
+          Catch::Contains("/proc/triax-unwritable") && Catch::Contains("cannot write"));
+    } else {
+      CHECK_NOTHROW(stream_checkpoint_shard(trainer.checkpoint_contents()));
+    }
   }
   std::filesystem::remove_all(dir);
 }

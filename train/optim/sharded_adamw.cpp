@@ -197,6 +197,8 @@ int64_t ShardedAdamW::state_bytes() const {
 }
 
 StateStream ShardedAdamW::stream_state(bool values, bool copy, Communicator* over) {
+  // Copies are streamed from another thread: never over the training's own communicator.
+  TRIAX_CHECK(!copy || over != nullptr, "a background stream needs a communicator of its own");
   StateStream out;
   const bool state = step_ > 0;  // before the first step there is no state, as LibTorch's
   if (!values && !state) return out;
