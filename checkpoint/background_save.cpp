@@ -50,7 +50,7 @@ std::string BackgroundSave::save(int64_t step, const CheckpointLayout& layout,
   Pending pending;
   pending.target = shard_target(context_, begin_checkpoint(context_, config_, step), step);
   pending.layout = layout;
-  if (context_.dp_rank() == 0) {
+  if (context_.replica().rank() == 0) {  // one writer per (tp, pp): dp and cp rank 0
     CheckpointContents copy = snapshot(contents());
     pending.record =
         std::async(std::launch::async, [target = pending.target, copy = std::move(copy)]() mutable {

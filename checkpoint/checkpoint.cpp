@@ -151,7 +151,7 @@ std::string save_checkpoint(ParallelContext& context, const Config& config, int6
                             const std::function<CheckpointContents()>& contents) {
   const ShardTarget target = shard_target(context, begin_checkpoint(context, config, step), step);
   std::string mine;
-  if (context.dp_rank() == 0) {
+  if (context.replica().rank() == 0) {  // one writer per (tp, pp): dp and cp rank 0
     mine = write_checkpoint_shard(target, contents()).encode();
   } else {
     stream_checkpoint_shard(contents());

@@ -73,6 +73,14 @@ struct ParallelConfig {
   int64_t data = 0;
   /// Rank order, fastest-varying axis first. Default "tp-dp-pp" (Megatron's).
   std::string order = "tp-dp-pp";
+  /// Context parallelism: each rank of a group of `context` holds 1/context of every sequence's
+  /// positions (parallel/cp); dp = world / (context * tensor * pipeline). Default 1.
+  int64_t context = 1;
+  /// With context > 1: `ring` passes keys and values around the cp group (load-balanced causal
+  /// chunks; seq_len a multiple of 2 * context); `all_to_all` (Ulysses) trades the sequence split
+  /// for a head split around attention (heads and kv heads divisible by context * tensor).
+  /// Default ring.
+  ContextMode context_mode = ContextMode::kRing;
   /// Sequence parallelism: LayerNorm, dropout and residual regions hold seq_len / tensor of the
   /// sequence on each tp rank (needs tensor > 1). Default false.
   bool sequence = false;

@@ -22,6 +22,7 @@ TRIAX_CHOICE_NAMES(Bf16Matmul, "auto", "native", "emulated")
 TRIAX_CHOICE_NAMES(Numerics, "fast", "layout_invariant")
 TRIAX_CHOICE_NAMES(ShardLevel, "none", "optimizer", "gradients", "parameters")
 TRIAX_CHOICE_NAMES(Device, "cpu", "cuda")
+TRIAX_CHOICE_NAMES(ContextMode, "ring", "all_to_all")
 
 #undef TRIAX_CHOICE_NAMES
 

@@ -47,8 +47,15 @@ void visit_parallel(Config& c, ConfigVisitor& v) {
     v.field("pipeline", c.parallel.pipeline, kPositive,
             "pipeline stages, fixed when the model is built");
     v.field("data", c.parallel.data, kNonNegative,
-            "expected dp, only checked (dp = world / (tensor*pipeline)); 0 = any");
-    v.field("order", c.parallel.order, {}, "rank order, fastest axis first (tp-dp-pp)");
+            "expected dp, only checked (dp = world / (context*tensor*pipeline)); 0 = any");
+    v.field("order", c.parallel.order, {},
+            "rank order, fastest axis first (tp-dp-pp; cp goes after tp unless named)");
+    v.field("context", c.parallel.context, kPositive,
+            "context-parallel size: each rank holds 1/context of every sequence's positions "
+            "(dp = world / (context*tensor*pipeline))");
+    choice_field(v, "context_mode", c.parallel.context_mode,
+                 "context > 1: ring (keys and values around the group) or all_to_all (Ulysses: "
+                 "heads split around attention)");
     v.field("sequence", c.parallel.sequence,
             "sequence parallelism: norms, dropout and residuals hold seq_len/tensor per tp rank "
             "(needs tensor > 1)");

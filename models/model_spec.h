@@ -82,6 +82,9 @@ class ModelChunk {
   virtual int parameter_unit(const std::string& /*name*/) const { return -1; }
   /// The gate the chunk calls around each unit's forward (null: parameters are whole).
   virtual void set_parameter_gate(ParameterGate* /*gate*/) {}
+  /// Context parallelism (parallel.context > 1, language models): batches then hold this rank's
+  /// part of every sequence and attention reaches the rest over `group` (null: whole sequences).
+  virtual void set_context_parallel(Communicator* /*group*/, ContextMode /*mode*/) {}
   /// Random streams saved in checkpoints, by name ("dropout_shared"), and their restore (a name
   /// missing from `state` leaves its stream as it is).
   virtual std::vector<std::pair<std::string, torch::Tensor>> rng_state() { return {}; }

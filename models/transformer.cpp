@@ -10,6 +10,8 @@
 #include "models/part_seed.h"
 #include "models/rms_norm.h"
 #include "models/rotary.h"
+#include "parallel/cp/all_to_all_attention.h"
+#include "parallel/cp/ring_attention.h"
 #include "parallel/tp/sequence_parallel.h"
 #include "parallel/tp/tp_mappings.h"
 
@@ -134,31 +136,28 @@ torch::Tensor TransformerBlockImpl::attention(const torch::Tensor& x, const torc
     const auto expand = [&](const torch::Tensor& t) {
       return group == 1 ? t : t.repeat_interleave(group, 1);
     };
-    q = rope(project(q_, local_heads_)).reshape({n, s, d});
-    k = expand(rope(project(k_, local_kv_heads_))).reshape({n, s, d});
-    v = expand(project(v_, local_kv_heads_)).reshape({n, s, d});
-  }
-  // scores = causal mask + q k^T / sqrt(d) in one batched matmul (as PyTorch's attention), then
-  // softmax, dropout (split by head: each tp rank drops from its own stream) and the values.
-  const auto core = [this, b, s, d](const torch::Tensor& qq, const torch::Tensor& kk,
-                                    const torch::Tensor& vv) {
-    // On a GPU without attention dropout, LibTorch's fused kernel (flash attention): the same
-    // function, without the [s, s] tensors in memory. The CPU keeps the explicit path below, whose
-    // sums the layouts' bit-for-bit promises are about.
-    if (qq.is_cuda() && (options_.dropout == 0.0 || !is_training())) {
-      const auto heads = [&](const torch::Tensor& t) { return t.reshape({b, local_heads_, s, d}); };
-      // [b, heads, s, d], its memory often laid out [b, s, heads, d] (the kernels' own order).
-      const torch::Tensor fused = fused_causal_attention(heads(qq), heads(kk), heads(vv));
-      if (fused.defined()) return fused;
+    q = rope(project(q_, local_heads_));
+    k = rope(project(k_, local_kv_heads_));
+    v = project(v_, local_kv_heads_);
+    if (context_ == nullptr) {
+      q = q.reshape({n, s, d});
+      k = expand(k).reshape({n, s, d});
+      v = expand(v).reshape({n, s, d});
     }
-    const torch::Tensor scores =
-        mixed_baddbmm(causal_bias_.of(s, qq.device()), qq, kk.transpose(1, 2), 1.0,
-                      1.0 / std::sqrt(static_cast<double>(d)));
-    const torch::Tensor probs =
-        dropout_->tp_local(torch::softmax(convert_precision(scores, torch::kFloat), -1),
-                           options_.dropout, is_training());  // fp32 softmax, also under bf16
-    return mixed_bmm(probs, vv).view({b, local_heads_, s, d});
+  }
+  // By value: selective recompute calls the core again in backward, after this frame is gone.
+  const auto heads = [b, s, d](const torch::Tensor& t, int64_t count) {
+    return t.view({b, count, s, d});
   };
+  const auto core = [this, heads](const torch::Tensor& qq, const torch::Tensor& kk,
+                                  const torch::Tensor& vv) {
+    if (context_ != nullptr) return context_attention(qq, kk, vv);
+    return causal_attention(heads(qq, local_heads_), heads(kk, local_heads_),
+                            heads(vv, local_heads_));
+  };
+  if (context_ != nullptr && options_.fused_qkv) {  // [n, s, d] -> [b, heads, s, d]
+    q = heads(q, local_heads_), k = heads(k, local_heads_), v = heads(v, local_heads_);
+  }
   // Selective recompute keeps q, k, v and recomputes the [heads, s, s] tensors in backward.
   const torch::Tensor context = options_.recompute == Recompute::kSelective
                                     ? checkpointed(core, *dropout_, q, k, v)
@@ -166,6 +165,56 @@ torch::Tensor TransformerBlockImpl::attention(const torch::Tensor& x, const torc
   const torch::Tensor y =
       context.transpose(1, 2).reshape({b, s, local_heads_ * d});  // context: [b, heads, s, d]
   return sp ? out_->forward_scattered(y) : out_(y);
+}
+
+torch::Tensor TransformerBlockImpl::causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                                     const torch::Tensor& v) {
+  const int64_t b = q.size(0), heads = q.size(1), s = q.size(2), d = q.size(3);
+  // On a GPU without attention dropout, LibTorch's fused kernel (flash attention): the same
+  // function, without the [s, s] tensors in memory. The CPU keeps the explicit path below, whose
+  // sums the layouts' bit-for-bit promises are about.
+  if (q.is_cuda() && (options_.dropout == 0.0 || !is_training())) {
+    // [b, heads, s, d], its memory often laid out [b, s, heads, d] (the kernels' own order).
+    const torch::Tensor fused = fused_causal_attention(q, k, v);
+    if (fused.defined()) return fused;
+  }
+  // scores = causal mask + q k^T / sqrt(d) in one batched matmul (as PyTorch's attention), then
+  // softmax, dropout (split by head: each tp rank drops from its own stream) and the values.
+  const auto batch = [&](const torch::Tensor& t) { return t.reshape({b * heads, s, d}); };
+  const torch::Tensor scores =
+      mixed_baddbmm(causal_bias_.of(s, q.device()), batch(q), batch(k).transpose(1, 2), 1.0,
+                    1.0 / std::sqrt(static_cast<double>(d)));
+  const torch::Tensor probs =
+      dropout_->tp_local(torch::softmax(convert_precision(scores, torch::kFloat), -1),
+                         options_.dropout, is_training());  // fp32 softmax, also under bf16
+  return mixed_bmm(probs, batch(v)).view({b, heads, s, d});
+}
+
+torch::Tensor TransformerBlockImpl::context_attention(const torch::Tensor& q,
+                                                      const torch::Tensor& k,
+                                                      const torch::Tensor& v) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  if (context_mode_ == ContextMode::kRing) {
+    // fp32 blocks merged by the online softmax; the result in q's dtype (bf16 under autocast).
+    return ring_attention(q, k, v, context_split_, *context_, scale);
+  }
+  // Ulysses: this rank's heads over the whole sequence, attended as on one rank.
+  return all_to_all_attention(
+      q, k, v, context_split_, *context_,
+      [this](const torch::Tensor& qq, const torch::Tensor& kk, const torch::Tensor& vv) {
+        const int64_t group = qq.size(1) / kk.size(1);
+        const auto expand = [group](const torch::Tensor& t) {
+          return group == 1 ? t : t.repeat_interleave(group, 1);
+        };
+        return causal_attention(qq, expand(kk), expand(vv));
+      });
+}
+
+void TransformerBlockImpl::set_context_parallel(Communicator* group, ContextMode mode,
+                                                const ContextSplit& split) {
+  context_ = group;
+  context_mode_ = mode;
+  context_split_ = split;
 }
 
 torch::Tensor TransformerBlockImpl::mlp(const torch::Tensor& x) {
@@ -273,10 +322,10 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids) {
   if (gate_) gate_->enter(0, 1);  // then the first block (or, with none, nothing: unit 1 is empty)
   torch::Tensor h = token_embedding(ids);
   if (position_embedding) {
-    const torch::Tensor positions = torch::arange(ids.size(1), ids.options().dtype(torch::kLong));
     // torch::nn::Embedding's lookup; a bf16 working weight's rows widened (exact): the residual
     // stream stays fp32.
-    h = h + mixed_embedding(position_embedding->weight, positions).unsqueeze(0);
+    h = h + mixed_embedding(position_embedding->weight, positions(ids.size(1), ids.device()))
+                .unsqueeze(0);
   }
   if (gate_) gate_->leave(0, h, -1);
   if (sequence_parallel()) {
@@ -290,6 +339,14 @@ torch::Tensor TransformerImpl::run_layers(torch::Tensor h) {
   if (cos_.defined() && cos_.device() != h.device()) {
     cos_ = cos_.to(h.device());
     sin_ = sin_.to(h.device());
+  }
+  // Under context parallelism the blocks rotate this rank's positions: their rows of the tables.
+  torch::Tensor cos = cos_, sin = sin_;
+  if (context_ != nullptr && cos_.defined()) {
+    const int64_t arrived = sequence_parallel() ? h.size(1) * tp_->size() : h.size(1);
+    const torch::Tensor mine = positions(arrived, h.device());
+    cos = cos_.index_select(0, mine);
+    sin = sin_.index_select(0, mine);
   }
   const size_t recomputed = options_.recompute != Recompute::kFull ? 0
                             : options_.recompute_layers > 0
@@ -305,13 +362,31 @@ torch::Tensor TransformerImpl::run_layers(torch::Tensor h) {
       // Keeps only the block's input; the block runs again in backward.
       h = checkpointed([block](const torch::Tensor& x, const torch::Tensor& c,
                                const torch::Tensor& s) mutable { return block->forward(x, c, s); },
-                       *dropout_, h, cos_, sin_);
+                       *dropout_, h, cos, sin);
     } else {
-      h = block->forward(h, cos_, sin_);
+      h = block->forward(h, cos, sin);
     }
     if (gate_) gate_->leave(unit, h, unit - 1);
   }
   return h;
+}
+
+void TransformerImpl::set_context_parallel(Communicator* group, ContextMode mode) {
+  context_ = group != nullptr && group->size() > 1 ? group : nullptr;
+  const ContextSplit split =
+      context_ != nullptr ? ContextSplit(options_.seq_len, context_->rank(), context_->size())
+                          : ContextSplit(2, 0, 1);
+  for (auto& block : blocks_) block->set_context_parallel(context_, mode, split);
+}
+
+torch::Tensor TransformerImpl::positions(int64_t s, const torch::Device& device) const {
+  if (context_ == nullptr)
+    return torch::arange(s, torch::TensorOptions(torch::kLong).device(device));
+  const ContextSplit split(options_.seq_len, context_->rank(), context_->size());
+  TRIAX_CHECK(s == split.local_length(), "context parallelism: ", s,
+              " positions arrived, this rank holds ", split.local_length(), " of each ",
+              options_.seq_len);
+  return split.positions().to(device);
 }
 
 void TransformerImpl::set_parameter_gate(ParameterGate* gate) {

@@ -34,6 +34,7 @@
 #include "models/lm_head.h"
 #include "models/model_keys.h"
 #include "parallel/comm/communicator.h"
+#include "parallel/cp/context_split.h"
 #include "parallel/dp/parameter_gate.h"
 #include "parallel/tp/column_parallel_linear.h"
 #include "parallel/tp/row_parallel_linear.h"
@@ -127,14 +128,28 @@ class TransformerBlockImpl : public torch::nn::Module {
   std::vector<torch::Tensor> sequence_partial_parameters();
   /// ZeRO-3: the gate the forward polls midway (ParameterGate::progress); null: none.
   void set_parameter_gate(ParameterGate* gate) { gate_ = gate; }
+  /// Context parallelism: x holds `split`'s part of each sequence and attention reaches the
+  /// other parts over `group` by `mode` (parallel/cp). A null group: whole sequences.
+  void set_context_parallel(Communicator* group, ContextMode mode, const ContextSplit& split);
 
  private:
   torch::Tensor attention(const torch::Tensor& x, const torch::Tensor& cos,
                           const torch::Tensor& sin);
+  /// Causal attention of q [b, heads, s, d] over k, v [b, heads, s, d] (the kv heads already
+  /// repeated for their query groups): [b, heads, s, d].
+  torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                 const torch::Tensor& v);
+  /// The same over a context-parallel group, from this rank's positions of q [b, heads, s, d]
+  /// and of k, v [b, kv_heads, s, d].
+  torch::Tensor context_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                  const torch::Tensor& v);
   torch::Tensor mlp(const torch::Tensor& x);
   /// Sequence parallelism is on for this forward (training, tp > 1).
   bool sequence_parallel() const;
-  ParameterGate* gate_ = nullptr;  // ZeRO-3: polled midway, so the next unit's gather advances
+  ParameterGate* gate_ = nullptr;    // ZeRO-3: polled midway, so the next unit's gather advances
+  Communicator* context_ = nullptr;  // context parallelism's group (null: off)
+  ContextMode context_mode_ = ContextMode::kRing;
+  ContextSplit context_split_{2, 0, 1};
   TransformerOptions options_;
   TpDropout* dropout_;
   Communicator* tp_;
@@ -187,9 +202,19 @@ class TransformerImpl : public torch::nn::Module {
   int parameter_unit(const std::string& name) const;
   /// The gate run around each unit's forward; null (the default): parameters are whole.
   void set_parameter_gate(ParameterGate* gate);
+  /// Context parallelism (parallel.context > 1): each sequence of seq_len positions arrives as
+  /// this rank's ContextSplit part (ids [b, seq_len / C]); positions are the part's global ones
+  /// and attention runs over `group` by `mode`. Null (the default, and for generation, which
+  /// runs whole sequences on every rank: the weights are the same over cp): off.
+  void set_context_parallel(Communicator* group, ContextMode mode);
+  /// The context-parallel group in use, or null.
+  Communicator* context_parallel() const { return context_; }
 
  private:
   int head_unit() const { return static_cast<int>(blocks_.size()) + 1; }
+  /// This rank's positions of a sequence under context parallelism, or [0, s).
+  torch::Tensor positions(int64_t s, const torch::Device& device) const;
+  Communicator* context_ = nullptr;
   TransformerOptions options_;
   Communicator* tp_;
   std::unique_ptr<TpDropout> dropout_;

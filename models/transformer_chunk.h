@@ -9,6 +9,7 @@
 // and its layout rules; everything else here is written once.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -54,7 +55,8 @@ inline int64_t tokens_per_sample(const ModelConfig& model) {
 /// tp rank sends its part of the sequence.
 inline std::vector<int64_t> transformer_activation_shape(const Config& config, int64_t micro_batch,
                                                          int tp, bool sequence_split) {
-  const int64_t seq = config.model.seq_len;
+  // Under context parallelism a rank holds seq_len / context positions of each sequence.
+  const int64_t seq = config.model.seq_len / std::max<int64_t>(1, config.parallel.context);
   return {micro_batch, sequence_split ? seq / tp : seq, config.model.hidden};
 }
 
@@ -83,6 +85,9 @@ class TransformerChunk : public ModelChunk {
     return model_->parameter_unit(name);
   }
   void set_parameter_gate(ParameterGate* gate) override { model_->set_parameter_gate(gate); }
+  void set_context_parallel(Communicator* group, ContextMode mode) override {
+    model_->set_context_parallel(group, mode);
+  }
   std::vector<std::pair<std::string, torch::Tensor>> rng_state() override {
     const auto streams = model_->dropout().state();
     return {{"dropout_shared", streams[0]}, {"dropout_tp_local", streams[1]}};

@@ -1,5 +1,7 @@
 #include "models/transformer_memory.h"
 
+#include <algorithm>
+
 namespace triax {
 namespace {
 
@@ -21,7 +23,10 @@ double block_parameters(const TransformerOptions& o, double t) {
 StageMemory transformer_stage_memory(const TransformerOptions& o, const Config& c, int tp,
                                      int64_t layers_here, bool first_stage, bool last_stage) {
   const double h = static_cast<double>(o.hidden);
-  const double s = static_cast<double>(o.seq_len);
+  // Context parallelism: a rank holds seq_len / context positions of each sequence.
+  const double cp = static_cast<double>(std::max<int64_t>(1, c.parallel.context));
+  const double whole = static_cast<double>(o.seq_len);
+  const double s = whole / cp;
   const double b = static_cast<double>(c.train.micro_batch);
   const double a = static_cast<double>(o.heads);
   const double kv = static_cast<double>(o.kv_head_count() * (o.hidden / o.heads));
@@ -33,7 +38,7 @@ StageMemory transformer_stage_memory(const TransformerOptions& o, const Config& 
   StageMemory m;
   m.parameter_bytes = layers * block_parameters(o, t);
   if (first_stage || (last_stage && o.tie_embeddings)) m.parameter_bytes += v_padded / t * h;
-  if (first_stage && o.positions == PositionKind::kLearned) m.parameter_bytes += s * h;
+  if (first_stage && o.positions == PositionKind::kLearned) m.parameter_bytes += whole * h;
   if (last_stage) m.parameter_bytes += norm_parameters + (o.tie_embeddings ? 0 : v_padded / t * h);
   m.parameter_bytes *= 4;
 
@@ -41,7 +46,14 @@ StageMemory transformer_stage_memory(const TransformerOptions& o, const Config& 
   const double r = c.parallel.sequence && tp > 1 ? 1.0 / t : 1.0;
   const double sbh = s * b * h;
   const double sb = s * b;
-  const double s2 = 4 * a * s * s * b / t;  // softmax output of one block
+  // The softmax output of one block. Ring attention keeps none (its backward recomputes each
+  // block from the saved log-sum-exp): its fp32 output and log-sum-exp instead. All-to-all
+  // attention keeps the softmax of its heads / context over the whole sequence, and the
+  // head-split q, k, v and output.
+  const bool ring = cp > 1 && c.parallel.context_mode == ContextMode::kRing;
+  const double s2 = cp == 1 ? 4 * a * s * s * b / t
+                    : ring  ? 4 * s * b * (h + a) / t
+                            : 4 * a * whole * whole * b / (t * cp) + 16 * s * b * h / t;
   const double norm_kept = o.norm == NormKind::kLayerNorm ? 8 : 12;
   const double attention_kept = o.fused_qkv ? 16 * h / t : (24 * h + 8 * kv) / t;
   const double mlp_kept = (o.mlp == MlpKind::kSwiGlu ? 16 : 8) * inter / t;

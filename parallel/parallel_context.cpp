@@ -49,9 +49,14 @@ ParallelContext::ParallelContext(std::shared_ptr<Communicator> world, ParallelLa
   tp_ = split_named(*world_, layout_.groups(Axis::kTp), "tp");
   dp_ = split_named(*world_, layout_.groups(Axis::kDp), "dp");
   pp_ = split_named(*world_, layout_.groups(Axis::kPp), "pp");
+  cp_ = split_named(*world_, layout_.groups(Axis::kCp), "cp");
+  if (layout_.cp_size() > 1) {
+    replica_ = split_named(*world_, layout_.replica_groups(), "dp x cp");
+  }
   model_parallel_ = split_named(*world_, layout_.model_parallel_groups(), "model-parallel");
   embedding_ = split_named(*world_, layout_.embedding_groups(), "embedding");
-  TRIAX_CHECK(tp_->rank() == coord_.tp && dp_->rank() == coord_.dp && pp_->rank() == coord_.pp,
+  TRIAX_CHECK(tp_->rank() == coord_.tp && dp_->rank() == coord_.dp && pp_->rank() == coord_.pp &&
+                  cp_->rank() == coord_.cp,
               "sub-communicator ranks disagree with the layout");
   nodes_ = NodeTopology(all_gather_text(*world_, node_key));
   build_dp_gradients();
@@ -82,7 +87,11 @@ std::string ParallelContext::tp_span_warning() const {
 
 void ParallelContext::build_dp_gradients() {
   const Hierarchical mode = dp_gradient_mode_;
-  const std::vector<int> members = layout_.group_of(Axis::kDp, rank());
+  // The ranks gradients are averaged over: dp, or dp x cp under context parallelism.
+  std::vector<int> members;
+  for (const auto& group : layout_.replica_groups()) {
+    if (std::find(group.begin(), group.end(), rank()) != group.end()) members = group;
+  }
   std::vector<int> node_of_member;
   for (int r : members) node_of_member.push_back(nodes_.node_of(r));
   const std::vector<int> spanned = nodes_.nodes_of(members);
@@ -97,9 +106,10 @@ void ParallelContext::build_dp_gradients() {
     dp_choice_ = str("ddp.hierarchical: ", mode);
   } else if (mode == Hierarchical::kAuto) {
     use = spanned.size() > 1 && even && per_node >= 2;
-    dp_choice_ = use ? str("ddp.hierarchical: auto, the dp group spans ", spanned.size(),
+    const char* group = layout_.cp_size() > 1 ? "the dp x cp group" : "the dp group";
+    dp_choice_ = use ? str("ddp.hierarchical: auto, ", group, " spans ", spanned.size(),
                            " nodes with ", per_node, " ranks on each")
-                     : str("ddp.hierarchical: auto, flat (the dp group ",
+                     : str("ddp.hierarchical: auto, flat (", group, " ",
                            spanned.size() == 1 ? "is inside one node"
                            : !even             ? "has unequal ranks per node"
                                                : "has one rank per node",
@@ -109,7 +119,7 @@ void ParallelContext::build_dp_gradients() {
   }
   if (!use) return;
   dp_gradients_ = std::make_unique<HierarchicalCommunicator>(
-      *dp_, node_of_member,
+      replica(), node_of_member,
       leader ? HierarchicalCommunicator::Scheme::kLeader
              : HierarchicalCommunicator::Scheme::kScatter);
   dp_choice_ += leader ? str(" -> all-reduce in node, all-reduce across ", spanned.size(),
@@ -120,16 +130,18 @@ void ParallelContext::build_dp_gradients() {
 
 int ParallelContext::prev_stage_rank() const {
   if (is_first_stage()) return -1;
-  return layout_.rank_of(RankCoord{coord_.dp, coord_.tp, coord_.pp - 1});
+  return layout_.rank_of(RankCoord{coord_.dp, coord_.tp, coord_.pp - 1, coord_.cp});
 }
 
 int ParallelContext::next_stage_rank() const {
   if (is_last_stage()) return -1;
-  return layout_.rank_of(RankCoord{coord_.dp, coord_.tp, coord_.pp + 1});
+  return layout_.rank_of(RankCoord{coord_.dp, coord_.tp, coord_.pp + 1, coord_.cp});
 }
 
 std::string ParallelContext::prefix() const {
-  return str("[rank ", rank(), " dp", coord_.dp, " tp", coord_.tp, " pp", coord_.pp, "]");
+  return str("[rank ", rank(), " dp", coord_.dp,
+             layout_.cp_size() > 1 ? str(" cp", coord_.cp) : std::string(), " tp", coord_.tp, " pp",
+             coord_.pp, "]");
 }
 
 }  // namespace triax

@@ -1,11 +1,12 @@
 // defines: triax::ParallelContext
 //
 // A ParallelLayout made real: this rank's coordinates and one sub-communicator per group it
-// belongs to (TP, DP, PP, model-parallel, and the embedding group of the first and last pipeline
-// stages). Built collectively by every rank of `world`, after the layout has been validated.
-// It also learns the nodes: every rank's node key is gathered into a NodeTopology, which the group
-// table shows, which warns when a tensor-parallel group crosses nodes, and which the node-aware
-// data-parallel all-reduce (ddp.hierarchical) is built from.
+// belongs to (TP, DP, PP, CP, dp x cp under context parallelism, model-parallel, and the
+// embedding group of the first and last pipeline stages). Built collectively by every rank of
+// `world`, after the layout has been validated. It also learns the nodes: every rank's node key is
+// gathered into a NodeTopology, which the group table shows, which warns when a tensor-parallel
+// group crosses nodes, and which the node-aware data-parallel all-reduce (ddp.hierarchical) is
+// built from.
 #pragma once
 
 #include <memory>
@@ -35,14 +36,22 @@ class ParallelContext {
   int dp_rank() const { return coord_.dp; }
   int tp_rank() const { return coord_.tp; }
   int pp_rank() const { return coord_.pp; }
+  int cp_rank() const { return coord_.cp; }
   int dp_size() const { return layout_.dp_size(); }
   int tp_size() const { return layout_.tp_size(); }
   int pp_size() const { return layout_.pp_size(); }
+  int cp_size() const { return layout_.cp_size(); }
 
   Communicator& world() { return *world_; }
   Communicator& tp() { return *tp_; }
   Communicator& dp() { return *dp_; }
   Communicator& pp() { return *pp_; }
+  /// The context-parallel group (one rank without context parallelism).
+  Communicator& cp() { return *cp_; }
+  /// The ranks holding the same weights as this one, dp x cp (layout.replica_groups()): gradients
+  /// are averaged and optimizer state sharded over it. dp() itself when cp = 1; dp() stays the
+  /// group the data is dealt over.
+  Communicator& replica() { return replica_ ? *replica_ : *dp_; }
   Communicator& model_parallel() { return *model_parallel_; }
   /// The embedding group, or nullptr on ranks that are neither the first nor the last stage.
   Communicator* embedding() { return embedding_.get(); }
@@ -63,10 +72,10 @@ class ParallelContext {
   /// collectives then take the slow link); empty when every tp group is inside one node.
   std::string tp_span_warning() const;
 
-  /// The dp group for gradient reductions, as ddp.hierarchical chose at construction: a
-  /// node-aware HierarchicalCommunicator (scatter scheme; leader scheme for `leader`), or dp()
-  /// itself.
-  Communicator& dp_gradients() { return dp_gradients_ ? *dp_gradients_ : *dp_; }
+  /// The group for gradient reductions (replica(): dp, or dp x cp), as ddp.hierarchical chose at
+  /// construction: a node-aware HierarchicalCommunicator (scatter scheme; leader scheme for
+  /// `leader`), or replica() itself.
+  Communicator& dp_gradients() { return dp_gradients_ ? *dp_gradients_ : replica(); }
   /// The ddp.hierarchical the context was built with.
   Hierarchical dp_gradient_mode() const { return dp_gradient_mode_; }
   /// The choice of dp_gradients() and why, for the log.
@@ -76,7 +85,8 @@ class ParallelContext {
   std::shared_ptr<Communicator> world_;
   ParallelLayout layout_;
   RankCoord coord_;
-  std::unique_ptr<Communicator> tp_, dp_, pp_, model_parallel_, embedding_;
+  std::unique_ptr<Communicator> tp_, dp_, pp_, cp_, model_parallel_, embedding_;
+  std::unique_ptr<Communicator> replica_;  // dp x cp; null when cp = 1 (dp_ serves)
   NodeTopology nodes_;
   /// Decides dp_gradients() (every rank of a dp group alike) and builds it (collective over dp).
   void build_dp_gradients();

@@ -79,6 +79,11 @@ bool dp_spans_nodes_evenly(const ParallelLayout& layout, const PlanTopology& top
 std::vector<Candidate> enumerate_candidates(const Config& config, int world, int nodes,
                                             const PlanConstraints& constraints,
                                             std::vector<RunPlan>* plans) {
+  if (config.parallel.context > 1) {
+    throw ConfigError(str("parallel.context: ", config.parallel.context,
+                          " is not modelled by the planner yet: it ranks dp x tp x pp layouts "
+                          "without context parallelism (plan with parallel.context: 1)"));
+  }
   const PlanTopology topology(world, nodes);
   const ModelSpec& spec = model_spec(config.model.arch);
   const bool pipelined = spec.pipelined;

@@ -47,9 +47,13 @@ std::string dry_run(const Config& config, int world, int nodes, int rank, bool f
   const RankCoord coord = layout.coord_of(rank);
   std::string text = layout.table(nullptr, full_groups ? static_cast<size_t>(-1) : 8);
   text += str("rank ", rank, " of ", world, " (node ", rank / (world / nodes), " of ", nodes,
-              "): dp ", coord.dp, ", tp ", coord.tp, ", pp ", coord.pp, "\n");
+              "): dp ", coord.dp, layout.cp_size() > 1 ? str(", cp ", coord.cp) : std::string(),
+              ", tp ", coord.tp, ", pp ", coord.pp, "\n");
   text += str("  tp group ", format_group(layout.group_of(Axis::kTp, rank)), "\n");
   text += str("  dp group ", format_group(layout.group_of(Axis::kDp, rank)), "\n");
+  if (layout.cp_size() > 1) {
+    text += str("  cp group ", format_group(layout.group_of(Axis::kCp, rank)), "\n");
+  }
   text += str("  pp group ", format_group(layout.group_of(Axis::kPp, rank)), "\n");
   const Schedule& schedule = plan.schedule;
   const int stages = schedule.total_stages();
@@ -67,6 +71,12 @@ std::string dry_run(const Config& config, int world, int nodes, int rank, bool f
   for (const auto& [name, n] : actions) counts += str(counts.empty() ? "" : ", ", n, " ", name);
   text += str("  schedule ", schedule.name, ", ", schedule.microbatches, " micro-batches of ",
               plan.batch.micro_batch, ": ", counts, "\n");
+  if (layout.cp_size() > 1) {
+    text +=
+        "  memory and step time: not predicted (the planner does not model parallel.context "
+        "yet)\n";
+    return text;
+  }
   const Candidate candidate = configured(plan);
   const Prediction p = predict(plan, candidate, profile, PlanTopology{world, nodes});
   const RankMemory& m = p.memory[coord.pp];

@@ -209,7 +209,7 @@ const std::vector<CliCommand>& cli_commands() {
        "  train CONFIG [--set key=value ...] [--resume DIR|latest|auto]\n"
        "                                        train the model CONFIG describes; launch it with\n"
        "                                        mpirun -np N, srun --mpi=pmi2 or torchrun\n"
-       "                                        (dp = N / (tensor * pipeline))\n",
+       "                                        (dp = N / (context * tensor * pipeline))\n",
        true, needs_config},
       {"config",
        "  config CONFIG [--set key=value ...] [--world N]\n"

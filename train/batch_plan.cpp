@@ -26,7 +26,7 @@ BatchPlan BatchPlan::create(const TrainConfig& train, int dp) {
     const int64_t below = train.global_batch / dp * dp;
     throw ConfigError(str("train.global_batch: ", train.global_batch,
                           " is not divisible by dp = ", dp,
-                          " (dp = world / (tensor * pipeline), "
+                          " (dp = world / (context * tensor * pipeline), "
                           "chosen at launch; valid: multiples of ",
                           dp, ", e.g. ", below > 0 ? str(below, " or ") : "", below + dp, ")"));
   }

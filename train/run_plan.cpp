@@ -133,6 +133,33 @@ void check_gpt_only_options(const Config& config) {
             "model.arch is '",
             config.model.arch, "' (set parallel.sequence: false)"));
   }
+  if (config.parallel.context > 1) {
+    throw ConfigError(str("parallel.context: ", config.parallel.context,
+                          " splits language models' sequences; model.arch is '", config.model.arch,
+                          "' (set parallel.context: 1)"));
+  }
+}
+
+// What context parallelism does not compose with yet, named before anything runs.
+void check_context_parallel(const Config& config) {
+  const int64_t cp = config.parallel.context;
+  if (cp == 1) return;
+  if (config.train.numerics == Numerics::kLayoutInvariant) {
+    throw ConfigError(
+        str("train.numerics: layout_invariant is not extended to parallel.context: ", cp,
+            " yet (ring attention merges its blocks in the ring's order; set "
+            "train.numerics: fast or parallel.context: 1)"));
+  }
+  if (config.parallel.automatic) {
+    throw ConfigError(str("parallel.auto: true plans tp, pp and dp, but not parallel.context: ", cp,
+                          " yet; set parallel.context: 1 or choose the layout yourself"));
+  }
+  if (config.optimizer.shard_group > 0) {
+    throw ConfigError(str("optimizer.shard_group: ", config.optimizer.shard_group,
+                          " is not supported with parallel.context: ", cp,
+                          " yet (the state is sharded over all of dp x cp; set "
+                          "optimizer.shard_group: 0 or parallel.context: 1)"));
+  }
 }
 
 // Sharded data parallelism splits AdamW's moments (and, from ddp.shard: gradients on, the
@@ -325,6 +352,7 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
   spec.check_layout(config);
   plan.batch = BatchPlan::create(config.train, plan.layout.dp_size());
   check_gpt_only_options(config);
+  check_context_parallel(config);
   check_param_dtype(config);
   check_compute_device(config, world_size);
   // A run that trains needs its GPU now, before the data are opened or any communicator exists.

@@ -4,7 +4,7 @@
 // validates the configuration against the launch's world size in a fixed order (layout, the
 // model's support of it, the batch arithmetic, the LR schedule, the pipeline schedule and its
 // stage split, then the data files) and returns the result, which the trainers then only read:
-//   layout      dp = world / (tp * pp)                         (parallel/parallel_layout.h)
+//   layout      dp = world / (cp * tp * pp)                    (parallel/parallel_layout.h)
 //   batch       global_batch = micro_batch * micro-batches * dp (train/batch_plan.h)
 //   schedule    the checked pipeline schedule, and the layers of each stage (the model spec's)
 //   facts       sequence parallelism in effect; the activation shapes between stages

@@ -35,7 +35,25 @@ std::string generate_text(Trainer& trainer, ParallelContext& context, const Conf
   }
   torch::NoGradGuard no_grad;
   std::vector<std::unique_ptr<ModelChunk>>& chunks = trainer.chunks();
-  for (auto& chunk : chunks) chunk->module().eval();
+  // Every rank of a context-parallel group holds the same weights: each generates from the whole
+  // window by itself (the same tokens: the same stream). Training mode and context parallelism
+  // come back when this returns or throws.
+  const bool context_parallel = context.cp_size() > 1;
+  for (auto& chunk : chunks) {
+    chunk->module().eval();
+    if (context_parallel) chunk->set_context_parallel(nullptr, config.parallel.context_mode);
+  }
+  struct Restore {
+    std::vector<std::unique_ptr<ModelChunk>>& chunks;
+    Communicator* cp;
+    ContextMode mode;
+    ~Restore() {
+      for (auto& chunk : chunks) {
+        chunk->module().train();
+        if (cp != nullptr) chunk->set_context_parallel(cp, mode);
+      }
+    }
+  } restore{chunks, context_parallel ? &context.cp() : nullptr, config.parallel.context_mode};
   PipelineExecutor executor(context.pp(), {1, seq, config.model.hidden});
   const Schedule schedule = forward_only(trainer.schedule().placement(), 1);
   // The same stream on every tp rank of the last stage, so they pick the same token.
@@ -68,7 +86,6 @@ std::string generate_text(Trainer& trainer, ParallelContext& context, const Conf
     context.pp().broadcast(chosen, schedule.loss_rank());
     tokens.push_back(chosen.item<int64_t>());
   }
-  for (auto& chunk : chunks) chunk->module().train();
   const std::vector<int32_t> ids(tokens.begin() + (start_token ? 1 : 0), tokens.end());
   return tokenizer.decode(ids);
 }

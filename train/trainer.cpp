@@ -14,6 +14,7 @@
 #include "core/mixed_precision.h"
 #include "data/distributed_sampler.h"
 #include "parallel/comm/tree_all_reduce.h"
+#include "parallel/cp/context_split.h"
 #include "parallel/tp/shard_spec.h"
 #include "train/compute_device.h"
 
@@ -35,13 +36,15 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
       context_(context),
       plan_(run.batch),
       schedule_(run.schedule) {
-  TRIAX_CHECK(run.layout.dp_size() == context.dp_size() &&
-                  run.layout.tp_size() == context.tp_size() &&
-                  run.layout.pp_size() == context.pp_size() &&
-                  run.config.ddp.hierarchical == context.dp_gradient_mode(),
-              "Trainer: the plan is not for this context's layout and ddp.hierarchical");
+  TRIAX_CHECK(
+      run.layout.dp_size() == context.dp_size() && run.layout.tp_size() == context.tp_size() &&
+          run.layout.pp_size() == context.pp_size() && run.layout.cp_size() == context.cp_size() &&
+          run.config.ddp.hierarchical == context.dp_gradient_mode(),
+      "Trainer: the plan is not for this context's layout and ddp.hierarchical");
   double counted_parameters = 0;
-  // The tree's dp levels need the flat group: a hierarchical one associates by node.
+  // The tree's dp levels need the flat group: a hierarchical one associates by node. Under
+  // context parallelism the gradients are averaged over dp x cp (each cp rank's are of its part
+  // of the sequences) and a sharded optimizer splits over it.
   Communicator& dp = invariant() ? context_.dp() : context_.dp_gradients();
   // The tree's leaves: micro-batches, or samples under train.micro_batch_invariant.
   const int tree_leaves =
@@ -127,6 +130,9 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     }
     ddp_.back()->broadcast_parameters();  // ZeRO-3: then each rank keeps its slices
     chunks_.back()->set_parameter_gate(ddp_.back()->parameter_gate());
+    if (context_.cp_size() > 1) {
+      chunks_.back()->set_context_parallel(&context_.cp(), config_.parallel.context_mode);
+    }
     grads_.syncs.push_back(ddp_.back().get());
   }
   grads_.tp = &context_.tp();
@@ -171,7 +177,9 @@ StageFunctions Trainer::stage_functions(const Batch& local, int microbatches, bo
   // Each micro-batch runs as `units` units (one, or each sample under train.micro_batch_invariant:
   // Note [Sample units]); the functions below see unit i, rows [i*mb, (i+1)*mb).
   const int64_t rows = local.size() / microbatches;
-  const Batch local_batch = local.to(device_);  // once for all micro-batches
+  // Under context parallelism this rank computes its part of every sequence (inputs and targets
+  // alike): parallel/cp/context_split.h.
+  const Batch local_batch = context_part(local).to(device_);  // once for all micro-batches
   StageFunctions stage;
   stage.units = sample_units() ? static_cast<int>(rows) : 1;
   const int64_t mb = rows / stage.units;
@@ -211,9 +219,11 @@ EvalMean Trainer::evaluation_mean(const std::vector<EvalSum>& parts, bool in_blo
       sum.sum += part.sum;
       sum.samples += part.samples;
     }
+    // Over dp x cp: each cp rank's metric is the mean over its part of the same samples.
     torch::Tensor total = torch::tensor({sum.sum, sum.samples}, torch::kDouble);
-    context_.dp().all_reduce(total, ReduceOp::kSum);
-    return EvalMean{total[0].item<double>() / total[1].item<double>(), total[1].item<double>()};
+    context_.replica().all_reduce(total, ReduceOp::kSum);
+    return EvalMean{total[0].item<double>() / total[1].item<double>(),
+                    total[1].item<double>() / context_.cp_size()};
   }
   // Equal micro-batches everywhere (m per part on every rank; under train.micro_batch_invariant
   // the entries are samples), so the mean of their metrics is the mean over samples. One gather
@@ -260,9 +270,10 @@ double Trainer::evaluate_local(const Batch& local) {
               " samples, got ", local.size());
   const EvalSum part = evaluate_rows(local, static_cast<int>(plan_.num_microbatches));
   if (invariant()) return evaluation_mean({part}, /*in_blocks=*/true).mean;
-  // Every rank's share has the same samples: the global mean is the mean of the ranks' means.
+  // Every rank's share has the same samples (and, over cp, the same number of positions): the
+  // global mean is the mean of the ranks' means.
   torch::Tensor mean = torch::tensor({part.sum / part.samples}, torch::kDouble);
-  context_.dp().all_reduce(mean, ReduceOp::kAvg);
+  context_.replica().all_reduce(mean, ReduceOp::kAvg);
   return mean.item<double>();
 }
 
@@ -318,7 +329,7 @@ double Trainer::step_local(const Batch& local) {
     loss = global_mean_loss();
   } else {
     torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
-    context_.dp().all_reduce(mean, ReduceOp::kAvg);
+    context_.replica().all_reduce(mean, ReduceOp::kAvg);  // dp x cp: equal token counts
     loss = mean.item<double>();
   }
   phases_.loss_sync = seconds_since(t);
@@ -368,6 +379,12 @@ double Trainer::global_mean_loss() {
   const double* v = all.data_ptr<double>();
   return tree_sum_numbers(std::vector<double>(v, v + all.numel())) /
          static_cast<double>(all.numel());
+}
+
+Batch Trainer::context_part(const Batch& local) const {
+  if (context_.cp_size() == 1) return local;
+  const ContextSplit split(config_.model.seq_len, context_.cp_rank(), context_.cp_size());
+  return Batch{split.take(local.inputs, 1), split.take(local.targets, 1)};
 }
 
 void Trainer::with_whole_parameters(const std::function<void()>& use, size_t first) {

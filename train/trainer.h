@@ -135,6 +135,8 @@ class Trainer {
  private:
   /// The executor's forward and loss over micro-batches of `local` (checked).
   StageFunctions stage_functions(const Batch& local, int microbatches, bool evaluating);
+  /// This rank's context-parallel part of every sequence of `local` (all of it at cp 1).
+  Batch context_part(const Batch& local) const;
   const Schedule& eval_schedule(int microbatches);
   /// The metric's mean over this rank's micro-batches of `local` (forward only).
   double evaluate_mean(const Batch& local, int microbatches);

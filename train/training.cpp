@@ -131,7 +131,9 @@ StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
   const ShardLevel level = shard_level(plan_.config);
   if (level != ShardLevel::kNone) {
     const int64_t group = plan_.config.optimizer.shard_group;
-    const int shards = group > 0 ? static_cast<int>(group) : context_.dp_size();
+    // Over dp, or dp x cp under context parallelism (the ranks with the same weights).
+    const int replicas = context_.replica().size();
+    const int shards = group > 0 ? static_cast<int>(group) : replicas;
     const double mib = 1024.0 * 1024.0;
     // Under layout-invariant numerics ZeRO-2 reduces as ZeRO-1 (the micro-batch tree needs whole
     // gradients): the line says what runs.
@@ -143,10 +145,9 @@ StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
     const bool bf16_weights = plan_.config.train.param_dtype == Precision::kBf16;
     log::info(str("sharded data parallelism: ddp.shard ", level, " (ZeRO-", stage,
                   as_zero1 ? ": layout-invariant numerics reduce whole gradients" : "", ") over ",
-                  shards, " dp rank(s)",
-                  shards < context_.dp_size()
-                      ? str(", replicated ", context_.dp_size() / shards, " times (hybrid)")
-                      : std::string(),
+                  shards, context_.cp_size() > 1 ? " dp x cp rank(s)" : " dp rank(s)",
+                  shards < replicas ? str(", replicated ", replicas / shards, " times (hybrid)")
+                                    : std::string(),
                   "; rank 0 holds ",
                   fixed(static_cast<double>(trainer.optimizer_state_bytes()) / mib, 1),
                   bf16_weights ? " MiB of AdamW's state with the fp32 master weights, "

@@ -63,6 +63,47 @@ std::vector<double> Communicator::max_over_ranks(const std::vector<double>& mine
   return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
 }
 
+namespace {
+
+// Several transfers that complete together.
+class AllOf : public Work {
+ public:
+  explicit AllOf(std::vector<WorkPtr> parts) : parts_(std::move(parts)) {}
+  void wait() override {
+    for (auto& part : parts_) part->wait();
+  }
+  bool is_completed() override {
+    bool done = true;
+    for (auto& part : parts_) done = part->is_completed() && done;  // tests each: progress
+    return done;
+  }
+
+ private:
+  std::vector<WorkPtr> parts_;
+};
+
+}  // namespace
+
+WorkPtr Communicator::all_to_all_async(torch::Tensor output, torch::Tensor input, int tag) {
+  TRIAX_CHECK(input.dim() >= 1 && input.size(0) % size() == 0 && output.sizes() == input.sizes() &&
+                  output.scalar_type() == input.scalar_type(),
+              "all_to_all: input ", input.sizes(), " (dim 0 divisible by the group size ", size(),
+              ") and output ", output.sizes(), " of the same shape and dtype");
+  const int64_t chunk = input.size(0) / size();
+  std::vector<WorkPtr> parts;
+  for (int peer = 0; peer < size(); ++peer) {
+    torch::Tensor into = output.narrow(0, peer * chunk, chunk);
+    torch::Tensor from = input.narrow(0, peer * chunk, chunk);
+    if (peer == rank()) {
+      into.copy_(from);
+      continue;
+    }
+    parts.push_back(irecv(into, peer, tag));
+    parts.push_back(isend(from, peer, tag));
+  }
+  return std::make_shared<AllOf>(std::move(parts));
+}
+
 torch::Tensor Communicator::all_gather(const torch::Tensor& input) {
   TRIAX_CHECK(input.dim() >= 1, "all_gather needs a tensor of at least one dimension");
   std::vector<int64_t> shape = input.sizes().vec();

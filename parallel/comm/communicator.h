@@ -55,6 +55,11 @@ class Communicator {
   /// Receives into `tensor` (shape and dtype must match the sender's).
   virtual WorkPtr irecv(torch::Tensor tensor, int src, int tag = 0) = 0;
   virtual WorkPtr barrier_async() = 0;
+  /// `input`'s dim 0 cut into size() equal chunks: chunk j goes to rank j, and `output`'s chunk i
+  /// (output shaped as input) is what rank i sent this one. The default is a receive from and a
+  /// send to every peer (point-to-point, tag `tag`); NCCL groups them (its separate p2p calls on
+  /// one stream would wait on each other).
+  virtual WorkPtr all_to_all_async(torch::Tensor output, torch::Tensor input, int tag = 0);
 
   /// Collective over this communicator: ranks passing the same `color` form a new
   /// communicator, ranked by `key`. A negative color joins none and returns nullptr.

@@ -42,4 +42,10 @@ WorkPtr CountingCommunicator::irecv(torch::Tensor tensor, int src, int tag) {
   return inner_.irecv(std::move(tensor), src, tag);
 }
 
+WorkPtr CountingCommunicator::all_to_all_async(torch::Tensor output, torch::Tensor input, int tag) {
+  ++counts_.all_to_all_calls;
+  counts_.all_to_all_bytes += bytes(input) / size() * (size() - 1);  // its own chunk stays
+  return inner_.all_to_all_async(std::move(output), std::move(input), tag);
+}
+
 }  // namespace triax

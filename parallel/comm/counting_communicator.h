@@ -16,6 +16,7 @@ struct CommCounts {
   int64_t reduce_scatter_calls = 0, reduce_scatter_bytes = 0;  ///< bytes of the input
   int64_t broadcast_calls = 0, broadcast_bytes = 0;
   int64_t send_bytes = 0, recv_bytes = 0;
+  int64_t all_to_all_calls = 0, all_to_all_bytes = 0;  ///< bytes sent to the other ranks
 };
 
 class CountingCommunicator : public Communicator {
@@ -37,6 +38,7 @@ class CountingCommunicator : public Communicator {
   WorkPtr isend(torch::Tensor tensor, int dst, int tag = 0) override;
   WorkPtr irecv(torch::Tensor tensor, int src, int tag = 0) override;
   WorkPtr barrier_async() override { return inner_.barrier_async(); }
+  WorkPtr all_to_all_async(torch::Tensor output, torch::Tensor input, int tag = 0) override;
   /// The sub-communicator is not counted.
   std::unique_ptr<Communicator> split(int color, int key) override {
     return inner_.split(color, key);

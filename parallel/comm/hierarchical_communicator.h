@@ -57,6 +57,9 @@ class HierarchicalCommunicator : public Communicator {
     return flat_.irecv(std::move(tensor), src, tag);
   }
   WorkPtr barrier_async() override { return flat_.barrier_async(); }
+  WorkPtr all_to_all_async(torch::Tensor output, torch::Tensor input, int tag = 0) override {
+    return flat_.all_to_all_async(std::move(output), std::move(input), tag);
+  }
   std::unique_ptr<Communicator> split(int color, int key) override {
     return flat_.split(color, key);
   }

@@ -254,6 +254,31 @@ WorkPtr NcclCommunicator::irecv(torch::Tensor tensor, int src, int tag) {
   return nccl_work(*state_, id, std::vector<torch::Tensor>{tensor});
 }
 
+WorkPtr NcclCommunicator::all_to_all_async(torch::Tensor output, torch::Tensor input, int tag) {
+  check_cuda(input, "all_to_all");
+  check_cuda(output, "all_to_all");
+  TRIAX_CHECK(input.size(0) % state_->size == 0 && output.sizes() == input.sizes() &&
+                  input.is_contiguous() && output.is_contiguous(),
+              "all_to_all: contiguous input and output of one shape, dim 0 divisible by ",
+              state_->size);
+  const uint64_t id = record("all-to-all", -1, tag, bytes_of(input));
+  after_producer(input, state_->stream);
+  const int64_t chunk = input.size(0) / state_->size;
+  const auto count = static_cast<size_t>(input.numel() / state_->size);
+  // One group: each send may then start before every receive is posted.
+  TRIAX_NCCL_CHECK(ncclGroupStart(), state_->rank);
+  for (int peer = 0; peer < state_->size; ++peer) {
+    TRIAX_NCCL_CHECK(ncclSend(input.narrow(0, peer * chunk, chunk).data_ptr(), count,
+                              nccl_type(input.scalar_type()), peer, state_->comm, state_->stream),
+                     state_->rank);
+    TRIAX_NCCL_CHECK(ncclRecv(output.narrow(0, peer * chunk, chunk).data_ptr(), count,
+                              nccl_type(output.scalar_type()), peer, state_->comm, state_->stream),
+                     state_->rank);
+  }
+  TRIAX_NCCL_CHECK(ncclGroupEnd(), state_->rank);
+  return nccl_work(*state_, id, std::vector<torch::Tensor>{input, output});
+}
+
 WorkPtr NcclCommunicator::barrier_async() {
   // NCCL has no barrier: an all-reduce of one element is one.
   torch::Tensor one = torch::ones(

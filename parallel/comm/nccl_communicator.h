@@ -49,6 +49,7 @@ class NcclCommunicator : public Communicator {
   WorkPtr broadcast_async(torch::Tensor tensor, int root) override;
   WorkPtr isend(torch::Tensor tensor, int dst, int tag = 0) override;
   WorkPtr irecv(torch::Tensor tensor, int src, int tag = 0) override;
+  WorkPtr all_to_all_async(torch::Tensor output, torch::Tensor input, int tag = 0) override;
   WorkPtr barrier_async() override;
   std::unique_ptr<Communicator> split(int color, int key) override;
 

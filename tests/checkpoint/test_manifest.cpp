@@ -185,6 +185,8 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
                                 "    recompute: \"none\"\n",
                                 "    recompute_layers: 0\n",
                                 "  optimizer:\n    shard: false\n    shard_group: 0\n",
+                                "    context: 1\n",
+                                "    context_mode: \"ring\"\n",
                                 "    sequence: false\n",
                                 "    auto: false\n",
                                 "    profile: \"\"\n",

@@ -2,6 +2,7 @@
 // must hold exactly the ranks the pure layout says, which a sum of global ranks over it proves.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <numeric>
 
 #include "core/strings.h"
@@ -55,6 +56,31 @@ TEST_CASE("every layout's groups hold the ranks the layout says", "[mpi][context
               (context.pp_rank() + 1 < pp ? stages[context.pp_rank() + 1] : -1));
       }
     }
+  }
+}
+
+TEST_CASE("a context-parallel layout's cp and dp x cp groups", "[mpi][context]") {
+  std::shared_ptr<triax::Communicator> world = triax::testing::test_world();
+  const int n = world->size();
+  const int r = world->rank();
+  if (n % 2 != 0) return;
+  for (int tp : {1, 2}) {
+    if (n % (2 * tp) != 0) continue;
+    INFO("world " << n << " cp 2 tp " << tp);
+    const auto layout = ParallelLayout::create(n, tp, 1, "tp-dp-pp", 2);
+    ParallelContext context(world, layout);
+    CHECK(context.cp_size() == 2);
+    CHECK(context.cp_rank() == layout.coord_of(r).cp);
+    CHECK(sum_of_ranks(context.cp(), r) == sum(layout.group_of(Axis::kCp, r)));
+    CHECK(sum_of_ranks(context.dp(), r) == sum(layout.group_of(Axis::kDp, r)));
+    CHECK(context.replica().size() == context.dp_size() * 2);
+    for (const auto& group : layout.replica_groups()) {
+      if (std::find(group.begin(), group.end(), r) != group.end()) {
+        CHECK(sum_of_ranks(context.replica(), r) == sum(group));
+      }
+    }
+    CHECK(context.dp_gradients().size() == context.replica().size());
+    CHECK_THAT(context.prefix(), Catch::Contains(triax::str(" cp", context.cp_rank(), " tp")));
   }
 }
 

@@ -25,6 +25,40 @@ TEST_CASE("16 ranks, tp 2, pp 4, Megatron order", "[layout]") {
   CHECK(layout.coord_of(15) == RankCoord{1, 1, 3});
 }
 
+TEST_CASE("context parallelism is a fourth axis, after tp unless the order names it", "[layout]") {
+  // world 16 = dp 2 x cp 2 x tp 2 x pp 2, order tp-cp-dp-pp: rank = tp + 2 (cp + 2 (dp + 2 pp)).
+  const auto layout = ParallelLayout::create(16, 2, 2, "tp-dp-pp", 2);
+  CHECK(layout.dp_size() == 2);
+  CHECK(layout.cp_size() == 2);
+  CHECK(layout.order_string() == "tp-cp-dp-pp");
+  CHECK(layout.coord_of(7) == RankCoord{1, 1, 0, 1});  // 7 = 1 + 2 (1 + 2 (1 + 0))
+  CHECK(layout.groups(Axis::kCp) ==
+        RankGroups{{0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}});
+  CHECK(layout.groups(Axis::kDp) ==
+        RankGroups{{0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15}});
+  // The ranks holding the same weights: same tp and pp.
+  CHECK(layout.replica_groups() ==
+        RankGroups{{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}});
+  // A model replica: same dp and cp.
+  CHECK(layout.model_parallel_groups() ==
+        RankGroups{{0, 1, 8, 9}, {2, 3, 10, 11}, {4, 5, 12, 13}, {6, 7, 14, 15}});
+  for (int r = 0; r < 16; ++r) CHECK(layout.rank_of(layout.coord_of(r)) == r);
+  const auto named = ParallelLayout::create(16, 2, 2, "cp-tp-dp-pp", 2);
+  CHECK(named.groups(Axis::kCp).front() == std::vector<int>{0, 1});
+  CHECK(named.order_string() == "cp-tp-dp-pp");
+  // At cp 1 the axis changes nothing: the same groups and order string as before it existed.
+  const auto plain = ParallelLayout::create(16, 2, 2);
+  CHECK(plain.order_string() == "tp-dp-pp");
+  CHECK(plain.replica_groups() == plain.groups(Axis::kDp));
+  CHECK_THROWS_WITH(ParallelLayout::create(12, 2, 2, "tp-dp-pp", 2),
+                    Contains("world size 12 is not divisible by parallel.context * "
+                             "parallel.tensor * parallel.pipeline = 2 * 2 * 2 = 8"));
+  CHECK_THROWS_WITH(ParallelLayout::create(8, 2, 2, "tp-dp-pp", 0),
+                    Contains("parallel.context: 0 is out of range"));
+  CHECK_THROWS_WITH(ParallelLayout::create(8, 2, 2, "tp-cp-cp-pp", 2),
+                    Contains("repeats axis 'cp'"));
+}
+
 TEST_CASE("rank_of inverts coord_of for every order", "[layout]") {
   for (const char* order :
        {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}) {

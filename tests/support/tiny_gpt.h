@@ -39,7 +39,7 @@ inline Config tiny_gpt_config(int tp, int pp, const std::string& schedule, int c
 
 /// The run plan of `c` for `context`'s layout, without data (the tests feed batches themselves).
 inline RunPlan plan_for(const Config& c, const ParallelContext& context) {
-  return plan_run(c, context.dp_size() * context.tp_size() * context.pp_size(), DataCheck::kSkip);
+  return plan_run(c, context.world_size(), DataCheck::kSkip);
 }
 
 /// Global batch `step` (one of two, in turn): token sequences [global_batch, seq_len + 1] as a

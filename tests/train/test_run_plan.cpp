@@ -124,6 +124,59 @@ TEST_CASE("plan_run refuses each invalid layout, naming the key", "[plan]") {
                "optimizer.shard_group: 2 < dp 4 already reduces within groups"));
 }
 
+TEST_CASE("parallel.context: a valid plan, and each refusal naming the key", "[plan]") {
+  Config c = gpt(2, 1);
+  c.parallel.context = 2;
+  const RunPlan plan = plan_run(c, 8, DataCheck::kSkip);
+  CHECK(plan.layout.dp_size() == 2);
+  CHECK(plan.layout.cp_size() == 2);
+  CHECK(plan.batch.local_batch == 4);  // the data is dealt over dp only
+  CHECK((plan.activation_shape == std::vector<int64_t>{2, 4, 16}));  // seq_len / context
+  CHECK_THAT(plan.describe(), Contains("world 8 = dp 2 x cp 2 x tp 2 x pp 1, order tp-cp-dp-pp") &&
+                                  Contains("cp group 0: [0,2]") &&
+                                  Contains("replica (dp x cp) group 0: [0,2,4,6]"));
+  CHECK_THROWS_WITH(plan_run(c, 6, DataCheck::kSkip),
+                    Contains("world size 6 is not divisible by parallel.context * "
+                             "parallel.tensor * parallel.pipeline = 2 * 2 * 1 = 4"));
+  Config length = gpt(1, 1);
+  length.parallel.context = 3;
+  CHECK_THROWS_WITH(plan_run(length, 3, DataCheck::kSkip),
+                    Contains("parallel.context: 3 cuts every sequence into 2 x 3 = 6 chunks") &&
+                        Contains("model.seq_len=8 is not a multiple of 6 (valid context sizes: "
+                                 "1, 2, 4)"));
+  Config heads = gpt(2, 1);
+  heads.parallel.context = 4;
+  heads.parallel.context_mode = ContextMode::kAllToAll;
+  CHECK_THROWS_WITH(plan_run(heads, 8, DataCheck::kSkip),
+                    Contains("parallel.context_mode: all_to_all gives each of the context x "
+                             "tensor = 4 x 2 = 8 ranks whole heads, but model.heads=4"));
+  heads.parallel.context_mode = ContextMode::kRing;
+  CHECK_NOTHROW(plan_run(heads, 8, DataCheck::kSkip));
+  Config dropout = gpt(1, 1);
+  dropout.parallel.context = 2;
+  dropout.model.dropout = 0.1;
+  CHECK_THROWS_WITH(plan_run(dropout, 2, DataCheck::kSkip),
+                    Contains("model.dropout: 0.1 is not supported with parallel.context: 2"));
+  Config invariant = gpt(1, 1);
+  invariant.parallel.context = 2;
+  invariant.train.numerics = Numerics::kLayoutInvariant;
+  CHECK_THROWS_WITH(plan_run(invariant, 2, DataCheck::kSkip),
+                    Contains("train.numerics: layout_invariant is not extended to "
+                             "parallel.context: 2"));
+  Config mlp;
+  mlp.parallel.context = 2;
+  CHECK_THROWS_WITH(plan_run(mlp, 2, DataCheck::kSkip),
+                    Contains("parallel.context: 2 splits language models' sequences; "
+                             "model.arch is 'mlp'"));
+  Config order = gpt(1, 1);
+  order.parallel.context = 2;
+  order.parallel.order = "dp-cp-tp-pp";
+  CHECK(plan_run(order, 4, DataCheck::kSkip).layout.order_string() == "dp-cp-tp-pp");
+  order.parallel.order = "dp-cp-tp";
+  CHECK_THROWS_WITH(plan_run(order, 4, DataCheck::kSkip),
+                    Contains("parallel.order: 'dp-cp-tp' lacks axis pp"));
+}
+
 TEST_CASE("the data is opened when asked, and its absence reported or refused", "[plan]") {
   Config c = gpt(1, 1);
   c.data.tokens = "/nonexistent";

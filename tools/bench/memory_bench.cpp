@@ -52,14 +52,15 @@ Config scaled_up_gpt() {
 // The scaled-up GPT with --set's changes, one micro-batch per step at every dp.
 Config bench_config(const std::vector<std::string>& overrides, int world_size) {
   Config config = parse_config(to_yaml(scaled_up_gpt()), overrides);
-  const int model_ranks = static_cast<int>(config.parallel.tensor * config.parallel.pipeline);
+  const int model_ranks = static_cast<int>(config.parallel.context * config.parallel.tensor *
+                                           config.parallel.pipeline);  // dp = world / this
   config.train.global_batch = config.train.micro_batch * (world_size / std::max(1, model_ranks));
   return config;
 }
 
 void run_bench(const Config& config, const std::shared_ptr<Communicator>& world) {
-  const int dp =
-      world->size() / static_cast<int>(config.parallel.tensor * config.parallel.pipeline);
+  const int dp = world->size() / static_cast<int>(config.parallel.context * config.parallel.tensor *
+                                                  config.parallel.pipeline);
   set_compute_threads(static_cast<int>(config.train.threads));
   const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
   ParallelContext context(world, plan.layout);

@@ -71,7 +71,8 @@ Args parse_args(int argc, char** argv) {
 Config bench_config(const Args& args, int world_size) {
   if (!args.path.empty()) return load_config(args.path, args.overrides);
   Config config = parse_config(to_yaml(comparison_model()), args.overrides);
-  const int model_ranks = static_cast<int>(config.parallel.tensor * config.parallel.pipeline);
+  const int model_ranks = static_cast<int>(config.parallel.context * config.parallel.tensor *
+                                           config.parallel.pipeline);  // dp = world / this
   config.train.global_batch = config.train.micro_batch * (world_size / std::max(1, model_ranks));
   return config;
 }

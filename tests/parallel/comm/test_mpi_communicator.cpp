@@ -103,6 +103,20 @@ TEST_CASE("reduce_scatter leaves each rank its reduced chunk", "[mpi][comm]") {
   CHECK(torch::allclose(avg, torch::full({2, 3}, (n - 1) / 2.0 + r)));
 }
 
+TEST_CASE("all_to_all sends chunk j to rank j", "[mpi][comm]") {
+  auto comm = world();
+  const int n = comm->size();
+  const int r = comm->rank();
+  // Chunk j from rank q holds 10 q + j: rank r receives 10 i + r from each rank i, in rank order.
+  torch::Tensor input = torch::empty({2 * n, 3});
+  for (int j = 0; j < n; ++j) input.slice(0, 2 * j, 2 * j + 2).fill_(10 * r + j);
+  torch::Tensor output = torch::full_like(input, -1);
+  comm->all_to_all_async(output, input)->wait();
+  for (int i = 0; i < n; ++i) CHECK(all_equal(output.slice(0, 2 * i, 2 * i + 2), 10 * i + r));
+  CHECK_THROWS_WITH(comm->all_to_all_async(output.narrow(0, 0, 1), input),
+                    Catch::Contains("of the same shape"));
+}
+
 TEST_CASE("broadcast from every root", "[mpi][comm]") {
   auto comm = world();
   for (int root = 0; root < comm->size(); ++root) {
