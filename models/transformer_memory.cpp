@@ -48,12 +48,12 @@ StageMemory transformer_stage_memory(const TransformerOptions& o, const Config& 
   const double sb = s * b;
   // The softmax output of one block. Ring attention keeps none (its backward recomputes each
   // block from the saved log-sum-exp): its fp32 output and log-sum-exp instead. All-to-all
-  // attention keeps the softmax of its heads / context over the whole sequence, and the
-  // head-split q, k, v and output.
+  // attention keeps the softmax of its heads / context over the whole sequence; the head-split
+  // q, k, v it keeps take the place of the sequence-split ones (freed after the exchange).
   const bool ring = cp > 1 && c.parallel.context_mode == ContextMode::kRing;
   const double s2 = cp == 1 ? 4 * a * s * s * b / t
                     : ring  ? 4 * s * b * (h + a) / t
-                            : 4 * a * whole * whole * b / (t * cp) + 16 * s * b * h / t;
+                            : 4 * a * whole * whole * b / (t * cp);
   const double norm_kept = o.norm == NormKind::kLayerNorm ? 8 : 12;
   const double attention_kept = o.fused_qkv ? 16 * h / t : (24 * h + 8 * kv) / t;
   const double mlp_kept = (o.mlp == MlpKind::kSwiGlu ? 16 : 8) * inter / t;

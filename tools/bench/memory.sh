@@ -4,7 +4,7 @@
 # 8 heads, sequence 256, micro-batch 4, fp32, AdamW): the baseline and activation recompute
 # (selective, full), ZeRO-1, -2 and -3 (ddp.shard), bf16 working weights (train.param_dtype) and
 # sequence parallelism (parallel.sequence), in layouts from 1 to 8 ranks; then the same shape as a
-# Llama (8 of 8 heads as 4 kv heads, SwiGLU 1408, untied head). Formulas:
+# Llama (8 of 8 heads as 4 kv heads, SwiGLU 1408, untied head); last, context parallelism. Formulas:
 # models/transformer_memory.h and docs/memory.md. Each row is the first rank and, with a pipeline,
 # the last (stages differ).
 #   tools/bench/memory.sh [MAX_RANKS]        (default 8)
@@ -71,4 +71,26 @@ for shard in optimizer gradients parameters; do row 8 2 2 none "$shard"; done
 extra=(--set train.precision=bf16 --set train.param_dtype=bf16)
 for shard in optimizer gradients parameters; do row 4 1 1 none "$shard"; done
 row 8 2 2 none parameters
+extra=()
+# context parallelism (parallel.context): positions / context per rank; ring attention keeps its
+# fp32 output and log-sum-exp instead of the scores, all-to-all the scores of heads / context
+for mode in ring all_to_all; do
+  extra=(--set parallel.context=2 --set parallel.context_mode=$mode)
+  label=gpt
+  model=()
+  row 2 1 1 none
+  row 4 2 1 none
+  row 4 1 1 full
+  row 4 2 1 none none true
+  label=llama
+  model=(--set model.arch=llama --set model.kv_heads=4 --set model.multiple_of=64
+    --set model.tie_embeddings=false)
+  row 2 1 1 none
+  row 4 1 2 none
+done
+extra=(--set parallel.context=4)
+label=gpt
+model=()
+row 4 1 1 none
+row 8 2 1 none optimizer
 extra=()

@@ -61,6 +61,8 @@ Config bench_config(const std::vector<std::string>& overrides, int world_size) {
 void run_bench(const Config& config, const std::shared_ptr<Communicator>& world) {
   const int dp = world->size() / static_cast<int>(config.parallel.context * config.parallel.tensor *
                                                   config.parallel.pipeline);
+  // ZeRO splits over the ranks with the same weights: dp x cp.
+  const int shards = dp * static_cast<int>(config.parallel.context);
   set_compute_threads(static_cast<int>(config.train.threads));
   const RunPlan plan = plan_run(config, world->size(), DataCheck::kSkip);
   ParallelContext context(world, plan.layout);
@@ -111,8 +113,9 @@ void run_bench(const Config& config, const std::shared_ptr<Communicator>& world)
   // in a step also the gradients of buckets not yet complete (about 2, never more than the
   // stage's gradient) and 2 buckets' buffers being sent (DdpOptions::shard_gradients).
   const bool sliced_grads = level == ShardLevel::kGradients || zero3;
-  const double grads_theory =
-      sliced_grads ? th.parameter_bytes / dp : th.parameter_bytes * (shard ? 1.0 + 1.0 / dp : 1.0);
+  const double grads_theory = sliced_grads
+                                  ? th.parameter_bytes / shards
+                                  : th.parameter_bytes * (shard ? 1.0 + 1.0 / shards : 1.0);
   const double bucket = config.ddp.bucket_mb * 1024 * 1024;
   const double in_step_theory =
       sliced_grads ? grads_theory + std::min(th.parameter_bytes, 2 * bucket) + 2 * bucket
@@ -127,11 +130,11 @@ void run_bench(const Config& config, const std::shared_ptr<Communicator>& world)
   const MixedPrecision precision(config);
   const double working = precision.param_bytes() / 4.0;
   const bool master = precision.param_dtype() != torch::kFloat;
-  const double params_theory = working * (zero3 ? th.parameter_bytes / dp : th.parameter_bytes);
+  const double params_theory = working * (zero3 ? th.parameter_bytes / shards : th.parameter_bytes);
   const double params_in_step_theory =
       zero3 ? params_theory + working * std::min(th.parameter_bytes, 2 * block + embedding)
             : params_theory;
-  const double optimizer_theory = (master ? 3 : 2) * th.parameter_bytes / (shard ? dp : 1);
+  const double optimizer_theory = (master ? 3 : 2) * th.parameter_bytes / (shard ? shards : 1);
   // Rows: this rank's measured figures and the theory, gathered to rank 0 in rank order.
   torch::Tensor mine = torch::tensor(
       {params, params_theory, grads, grads_theory, optimizer, optimizer_theory, activations,
@@ -153,7 +156,11 @@ void run_bench(const Config& config, const std::shared_ptr<Communicator>& world)
                        : level == ShardLevel::kGradients ? "zero2"
                        : zero3                           ? "zero3"
                                                          : "") +
-           (config.parallel.sequence ? "+sp" : "") + (master ? "+bf16w" : ""))
+           (config.parallel.sequence ? "+sp" : "") + (master ? "+bf16w" : "") +
+           (config.parallel.context > 1
+                ? str("+cp", config.parallel.context,
+                      config.parallel.context_mode == ContextMode::kRing ? "ring" : "a2a")
+                : std::string()))
               .c_str(),
           r, f(0) / mib, f(1) / mib, f(10) / mib, f(11) / mib, f(2) / mib, f(3) / mib, f(8) / mib,
           f(9) / mib, f(4) / mib, f(5) / mib, f(6) / mib, f(7) / mib, f(6) / f(7));
