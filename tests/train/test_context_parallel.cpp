@@ -1,11 +1,12 @@
 // Context parallelism (parallel.context, parallel/cp) in training: every (dp, cp, tp, pp) layout
 // with cp 2 or 4 that fits this launch (mpiexec -n 2, 4, 8; dp <= 2), ring and all-to-all
 // attention, the GPT (learned positions) and the Llama (rotary positions, grouped-query
-// attention), trains 10 AdamW steps with clipping like one process: each step's loss and gradient
-// norm, and the final parameters. Also: sequence parallelism and full recompute at tp 2, ZeRO-3
-// over dp x cp, a zero-bubble schedule, and bf16 against one process in bf16.
-// Tolerances as the composition test's (test_composition.cpp): the ring merges its blocks by the
-// online softmax, another order of fp32 sums than one softmax over the row (~1e-7 relative).
+// attention), trains 20 AdamW steps with clipping like one process: each step's loss and gradient
+// norm, and the final parameters; at pp 2 under 1F1B and ZB-H1 (the variants under ZB-H1). Also:
+// sequence parallelism and full recompute at tp 2, ZeRO-3 over dp x cp, a zero-bubble schedule, and
+// bf16 against one process in bf16. Tolerances as the composition test's (test_composition.cpp):
+// the ring merges its blocks by the online softmax, another order of fp32 sums than one softmax
+// over the row (~1e-7 relative).
 #include <catch2/catch.hpp>
 
 #include "parallel/comm/mpi_communicator.h"
@@ -20,21 +21,22 @@ using namespace triax;
 
 namespace {
 
-constexpr int kSteps = 10;
+constexpr int kSteps = 20;
 
 struct Tolerance {
   double loss = 1e-5;   ///< relative, each step's loss
   double norm = 1e-5;   ///< relative, each step's gradient norm
   double param = 5e-5;  ///< absolute, the final parameters
+  int steps = kSteps;
 };
 
 struct Result {
   std::vector<double> losses, norms;
 };
 
-Result train(Trainer& trainer, const Config& c) {
+Result train(Trainer& trainer, const Config& c, int steps) {
   Result r;
-  for (int step = 0; step < kSteps; ++step) {
+  for (int step = 0; step < steps; ++step) {
     r.losses.push_back(trainer.step(testing::tiny_gpt_batch(step, c)));
     r.norms.push_back(trainer.last_grad_norm());
   }
@@ -45,7 +47,8 @@ using Variant = std::function<Config(Config)>;
 
 // `family` at (tp, pp) with `variant` applied, against the same at one process (context 1).
 void check_context_layouts(Config (*family)(int, int, const std::string&, int), const char* name,
-                           const Variant& variant, Tolerance tol = {}) {
+                           const Variant& variant, Tolerance tol = {},
+                           bool both_schedules = false) {
   std::shared_ptr<Communicator> world = testing::test_world();
   const int n = world->size();
   const Config reference_config = variant(family(1, 1, "1f1b", 1));
@@ -53,7 +56,7 @@ void check_context_layouts(Config (*family)(int, int, const std::string&, int), 
   ParallelContext single_context(single, ParallelLayout::create(1, 1, 1));
   testing::TensorMap expected_params = testing::computed_on(*world, 0, [&] {
     Trainer reference(testing::plan_for(reference_config, single_context), single_context);
-    const Result r = train(reference, reference_config);
+    const Result r = train(reference, reference_config, tol.steps);
     testing::TensorMap out{{"losses", testing::doubles(r.losses)},
                            {"norms", testing::doubles(r.norms)}};
     reference.with_whole_parameters([&] {  // ZeRO-3 holds slices between steps
@@ -73,8 +76,16 @@ void check_context_layouts(Config (*family)(int, int, const std::string&, int), 
       for (int pp : {1, 2}) {
         if (n % (cp * tp * pp) != 0 || n / (cp * tp * pp) > 2) continue;
         const int dp = n / (cp * tp * pp);
-        for (ContextMode mode : {ContextMode::kRing, ContextMode::kAllToAll}) {
-          Config config = variant(family(tp, pp, pp > 1 ? "zbh1" : "1f1b", 1));
+        std::vector<std::pair<std::string, ContextMode>> runs;
+        for (const char* schedule : {"1f1b", "zbh1"}) {
+          if ((pp == 1 || !both_schedules) && schedule != std::string(pp > 1 ? "zbh1" : "1f1b")) {
+            continue;
+          }
+          runs.emplace_back(schedule, ContextMode::kRing);
+          runs.emplace_back(schedule, ContextMode::kAllToAll);
+        }
+        for (const auto& [schedule, mode] : runs) {
+          Config config = variant(family(tp, pp, schedule, 1));
           config.parallel.context = cp;
           config.parallel.context_mode = mode;
           const int64_t kv = config.model.kv_heads > 0 ? config.model.kv_heads : config.model.heads;
@@ -82,13 +93,14 @@ void check_context_layouts(Config (*family)(int, int, const std::string&, int), 
               (config.model.heads % (cp * tp) != 0 || kv % (cp * tp) != 0)) {
             continue;  // refused (test_run_plan.cpp checks the message)
           }
-          INFO(name << " dp=" << dp << " cp=" << cp << " tp=" << tp << " pp=" << pp << " " << mode);
+          INFO(name << " dp=" << dp << " cp=" << cp << " tp=" << tp << " pp=" << pp << " " << mode
+                    << " " << schedule);
           ParallelContext context(world, ParallelLayout::from_config(config.parallel, n));
           REQUIRE(context.cp_size() == cp);
           Trainer trainer(testing::plan_for(config, context), context);
-          const Result got = train(trainer, config);
+          const Result got = train(trainer, config, tol.steps);
           double loss_diff = 0, norm_diff = 0, param_diff = 0;
-          for (int s = 0; s < kSteps; ++s) {
+          for (int s = 0; s < tol.steps; ++s) {
             loss_diff = std::max(loss_diff, std::abs(got.losses[s] - losses[s]) / losses[s]);
             norm_diff = std::max(norm_diff, std::abs(got.norms[s] - norms[s]) / norms[s]);
           }
@@ -112,10 +124,10 @@ void check_context_layouts(Config (*family)(int, int, const std::string&, int), 
           world->all_reduce(worst, ReduceOp::kMax);
           if (world->rank() == 0) {
             std::printf(
-                "[cp] %s dp=%d cp=%d tp=%d pp=%d %-10s max rel loss diff %.2e, rel norm diff "
-                "%.2e, param diff %.2e\n",
-                name, dp, cp, tp, pp, choice_name(mode).c_str(), worst[0].item<double>(),
-                worst[1].item<double>(), worst[2].item<double>());
+                "[cp] %s dp=%d cp=%d tp=%d pp=%d %-10s %-4s max rel loss diff %.2e, rel norm "
+                "diff %.2e, param diff %.2e\n",
+                name, dp, cp, tp, pp, choice_name(mode).c_str(), schedule.c_str(),
+                worst[0].item<double>(), worst[1].item<double>(), worst[2].item<double>());
           }
           CHECK(loss_diff < tol.loss);
           CHECK(norm_diff < tol.norm);
@@ -136,8 +148,8 @@ Config as_is(Config c) {
 
 TEST_CASE("context-parallel layouts train the GPT and the Llama like one process",
           "[mpi][cp_train]") {
-  check_context_layouts(testing::tiny_gpt_config, "gpt", as_is);
-  check_context_layouts(testing::tiny_llama_config, "llama", as_is);
+  check_context_layouts(testing::tiny_gpt_config, "gpt", as_is, {}, true);
+  check_context_layouts(testing::tiny_llama_config, "llama", as_is, {}, true);
 }
 
 TEST_CASE("context parallelism composes with sequence parallelism, recompute and ZeRO-3",
@@ -165,5 +177,7 @@ TEST_CASE("in bf16 context-parallel layouts train like one process in bf16", "[m
         c.train.precision = Precision::kBf16;
         return c;
       },
-      Tolerance{2e-3, 5e-2, 8e-2});
+      // 10 steps: by step 20 the all-to-all layouts' gradient norm drifts to 0.16 relative of one
+      // process's in bf16 (the ring's stays below 1e-2): not yet understood (docs/context.md).
+      Tolerance{2e-3, 5e-2, 8e-2, 10});
 }
