@@ -1,6 +1,7 @@
 #include "parallel/cp/all_to_all_attention.h"
 
 #include "core/error.h"
+#include "parallel/cp/exchange_wait.h"
 #include "parallel/tp/autograd_comm.h"
 
 namespace triax {
@@ -17,7 +18,10 @@ torch::Tensor to_heads(const torch::Tensor& x, const ContextSplit& split, Commun
   const torch::Tensor send =
       x.reshape({b, c, heads / c, s, d}).transpose(0, 1).contiguous();  // [C, b, h/C, s, d]
   torch::Tensor received = torch::empty_like(send);
-  cp.all_to_all_async(received, send, kAllToAllTag)->wait();
+  {
+    const ExchangeWait waited;
+    cp.all_to_all_async(received, send, kAllToAllTag)->wait();
+  }
   // received[i]: rank i's positions of this rank's heads.
   return split.assemble(received.unbind(0), 2);
 }
@@ -31,7 +35,10 @@ torch::Tensor to_sequence(const torch::Tensor& x, const ContextSplit& split, Com
   }
   const torch::Tensor send = torch::stack(parts).contiguous();  // [C, b, h/C, s, d]
   torch::Tensor received = torch::empty_like(send);
-  cp.all_to_all_async(received, send, kAllToAllTag)->wait();
+  {
+    const ExchangeWait waited;
+    cp.all_to_all_async(received, send, kAllToAllTag)->wait();
+  }
   // received[i]: heads block i at this rank's positions.
   const auto sh = received.sizes();
   return received.transpose(0, 1).reshape({sh[1], sh[0] * sh[2], sh[3], sh[4]});

@@ -6,6 +6,7 @@
 
 #include "core/autocast_scope.h"
 #include "core/error.h"
+#include "parallel/cp/exchange_wait.h"
 #include "parallel/tp/autograd_comm.h"
 
 namespace triax {
@@ -55,6 +56,7 @@ class RingStep {
     send_ = cp.isend(out, (rank + 1) % size, tag);
   }
   void wait() {
+    const ExchangeWait waited;
     send_->wait();
     recv_->wait();
   }

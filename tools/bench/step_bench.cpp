@@ -23,6 +23,7 @@
 #include "core/timing.h"
 #include "job/job_start.h"
 #include "models/gpt_spec.h"
+#include "parallel/cp/exchange_wait.h"
 #include "train/trainer.h"
 
 using namespace triax;
@@ -87,16 +88,25 @@ void run_bench(const Args& args, const Config& config, const std::shared_ptr<Com
   Trainer trainer(plan, context);
   const auto batch = [&](int step) { return random_token_batch(config, step); };
   for (int s = 0; s < 3; ++s) trainer.step(batch(s));  // warm-up
-  std::vector<std::vector<double>> phases(8);
+  std::vector<std::vector<double>> phases(9);
   torch::Tensor ends = torch::zeros({steps}, torch::kDouble);
   world->barrier();
   const auto start = std::chrono::steady_clock::now();
   for (int s = 0; s < steps; ++s) {
+    const double exchanged = exchange_wait_seconds();
     trainer.step(batch(s));
     const StepPhases& p = trainer.last_phases();
     // The last: what ZeRO-3's forward and backward waited for all-gathers (0 at other levels).
-    const double values[] = {p.forward,   p.backward,  p.ddp_wait, p.clip,
-                             p.optimizer, p.loss_sync, p.total,    trainer.gather_wait_seconds()};
+    // Then what context parallelism's attention waited for its exchanges.
+    const double values[] = {p.forward,
+                             p.backward,
+                             p.ddp_wait,
+                             p.clip,
+                             p.optimizer,
+                             p.loss_sync,
+                             p.total,
+                             trainer.gather_wait_seconds(),
+                             exchange_wait_seconds() - exchanged};
     for (size_t k = 0; k < phases.size(); ++k) phases[k].push_back(values[k]);
     ends[s] = p.backward_end;
   }
@@ -124,13 +134,20 @@ void run_bench(const Args& args, const Config& config, const std::shared_ptr<Com
   if (brief) {
     if (world->rank() == 0) {
       std::printf(
-          "triax dp=%d tp=%d pp=%d threads=%d %s: %8.0f tokens/s  step %6.1f ms  "
-          "exposed comm %5.2f ms (%4.1f%%), gather wait %5.2f ms, skew %5.2f ms\n",
-          plan.layout.dp_size(), plan.layout.tp_size(), plan.layout.pp_size(),
-          torch::get_num_threads(), config.ddp.bucketed ? "bucketed" : "per-parameter",
-          tokens / seconds, 1000 * seconds / steps, 1000 * slowest[2].item<double>(),
+          "triax dp=%d%s tp=%d pp=%d threads=%d %s: %8.0f tokens/s  step %6.1f ms  "
+          "exposed comm %5.2f ms (%4.1f%%), gather wait %5.2f ms, cp wait %5.2f ms, skew %5.2f "
+          "ms\n",
+          plan.layout.dp_size(),
+          plan.layout.cp_size() > 1
+              ? str(" cp=", plan.layout.cp_size(),
+                    config.parallel.context_mode == ContextMode::kRing ? "(ring)" : "(all_to_all)")
+                    .c_str()
+              : "",
+          plan.layout.tp_size(), plan.layout.pp_size(), torch::get_num_threads(),
+          config.ddp.bucketed ? "bucketed" : "per-parameter", tokens / seconds,
+          1000 * seconds / steps, 1000 * slowest[2].item<double>(),
           100 * slowest[2].item<double>() / slowest[6].item<double>(),
-          1000 * slowest[7].item<double>(), 1000 * skew);
+          1000 * slowest[7].item<double>(), 1000 * slowest[8].item<double>(), 1000 * skew);
     }
     return;
   }
