@@ -158,6 +158,8 @@ class RingAttention : public torch::autograd::Function<RingAttention> {
     torch::Tensor gradient_arriving = torch::empty_like(gradient);
     const auto mine = split.chunks();
     const int size = split.size();
+    // The previous step's gradient, still travelling while this step computes.
+    std::optional<RingStep> passing;
     for (int t = 0; t < size; ++t) {
       const int source = (split.rank() - t + size) % size;
       std::optional<RingStep> step;
@@ -179,20 +181,29 @@ class RingAttention : public torch::autograd::Function<RingAttention> {
           dq.narrow(1, h * c, c).baddbmm_(ds, kg, 1.0, scale);
           dk.narrow(1, g * c, c).baddbmm_(ds.transpose(1, 2), qh, 1.0, scale);
           if (step) step->progress();
+          if (passing) passing->progress();
         }
+      }
+      if (passing) {
+        // This block's gradient so far, from the rank that held it before (its send is done, so
+        // the buffer it left can take the next arrival).
+        passing->wait();
+        passing.reset();
+        std::swap(gradient, gradient_arriving);
       }
       gradient[0].add_(fold(dk, block[0].sizes(), sh.group));
       gradient[1].add_(fold(dv, block[1].sizes(), sh.group));
-      if (size > 1) {
-        // On to the next rank, which holds this block next; after the last step it reaches the
-        // block's owner.
-        RingStep(cp, gradient, gradient_arriving, kGradientTag).wait();
-        std::swap(gradient, gradient_arriving);
-      }
+      // On to the next rank, which holds this block next, beside the next step's compute; after
+      // the last step it reaches the block's owner.
+      if (size > 1) passing.emplace(cp, gradient, gradient_arriving, kGradientTag);
       if (step) {
         step->wait();
         std::swap(block, arriving);
       }
+    }
+    if (passing) {  // this rank's own block's gradient, complete
+      passing->wait();
+      std::swap(gradient, gradient_arriving);
     }
     return {dq.view({sh.b, sh.heads, sh.s, sh.d}).to(q.scalar_type()),
             gradient[0].to(k.scalar_type()),

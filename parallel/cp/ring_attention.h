@@ -12,7 +12,8 @@
 // becomes m' = max(m, max s), l' = l e^(m-m') + sum e^(s-m'), o' = o e^(m-m') + e^(s-m') v, and the
 // output is o / l. Backward recomputes each block's probabilities from the saved log-sum-exp
 // (m + log l) and passes each kv block's gradient around the ring with the block, so it arrives
-// back at its owner after C steps (FlashAttention's backward, blockwise).
+// back at its owner after C steps (FlashAttention's backward, blockwise), each pass beside the
+// next block's compute.
 //
 // With chunks a (queries) and e (keys) of the 2C, a pair is full (e < a), causal (e == a, the
 // diagonal) or skipped (e > a); with the head-tail split every rank computes the same number of

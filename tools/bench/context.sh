@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): context parallelism's speed beside data parallelism on the same global
 # batch (issue 42). On 2 ranks, the main job's GPT (configs/gpt-fortunes.yaml, tp 1, pp 1) at a
-# sequence of LEN positions (default 1024), two sequences a step: dp 2 (one sequence per rank)
-# against cp 2 by ring and by all-to-all attention (each rank half of both sequences). The
+# sequence of LEN positions (default 1024), the config's 32 sequences a step: dp 2 (16 per rank)
+# against cp 2 by ring and by all-to-all attention (each rank half of every sequence). The
 # trainer's own step (build/triax_bench_step --brief, STEPS timed steps after warm-up), ROUNDS
 # interleaved rounds, medians; "cp wait" is what attention waited for its exchanges per step (the
 # ring's exposed communication). Goal: cp 2 >= 0.9x dp 2's tokens/s.
@@ -21,7 +21,7 @@ args() {
   esac
 }
 declare -A rate wait
-echo "main GPT at seq_len $len, 2 sequences a step, 2 ranks, $rounds rounds, $(nproc) cores, $(date -u +%F)"
+echo "main GPT at seq_len $len, 32 sequences a step, 2 ranks, $rounds rounds, $(nproc) cores, $(date -u +%F)"
 for round in $(seq "$rounds"); do
   for run in "${runs[@]}"; do
     line=$(mpirun -np 2 build/triax_bench_step configs/gpt-fortunes.yaml --brief --steps "$steps" \

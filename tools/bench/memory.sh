@@ -80,7 +80,9 @@ for mode in ring all_to_all; do
   model=()
   row 2 1 1 none
   row 4 2 1 none
+  row 4 1 1 selective
   row 4 1 1 full
+  row 4 1 1 none parameters
   row 4 2 1 none none true
   label=llama
   model=(--set model.arch=llama --set model.kv_heads=4 --set model.multiple_of=64

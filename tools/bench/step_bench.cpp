@@ -164,9 +164,9 @@ void run_bench(const Args& args, const Config& config, const std::shared_ptr<Com
 
   if (world->rank() == 0) {
     std::printf(
-        "triax step: dp %d x tp %d x pp %d, %d thread(s) per rank, global batch %lld, %d "
-        "steps: %.0f tokens/s, step %.1f ms\n",
-        plan.layout.dp_size(), plan.layout.tp_size(), plan.layout.pp_size(),
+        "triax step: dp %d x cp %d x tp %d x pp %d, %d thread(s) per rank, global batch %lld, "
+        "%d steps: %.0f tokens/s, step %.1f ms\n",
+        plan.layout.dp_size(), plan.layout.cp_size(), plan.layout.tp_size(), plan.layout.pp_size(),
         torch::get_num_threads(), static_cast<long long>(config.train.global_batch), steps,
         tokens / seconds, 1000 * seconds / steps);
     const char* names[] = {"forward (incl. loss)",
@@ -175,7 +175,10 @@ void run_bench(const Args& args, const Config& config, const std::shared_ptr<Com
                            "grad fix-ups (SP, tied)",
                            "optimizer (norm+update)",
                            "loss sync",
-                           "step total"};
+                           "step total",
+                           "ZeRO-3 gather wait",
+                           "cp exchange wait"};
+    static_assert(sizeof(names) / sizeof(names[0]) == 9, "one name per phase");
     std::printf("%-24s %12s %7s %14s\n", "phase", "rank 0 ms", "share", "slowest rank ms");
     const double total = mine[6].item<double>();
     for (size_t k = 0; k < phases.size(); ++k) {
