@@ -44,45 +44,22 @@ torch::Tensor to_sequence(const torch::Tensor& x, const ContextSplit& split, Com
   return received.transpose(0, 1).reshape({sh[1], sh[0] * sh[2], sh[3], sh[4]});
 }
 
-void save_split(torch::autograd::AutogradContext* ctx, const ContextSplit& split) {
-  ctx->saved_data["length"] = split.length();
-  ctx->saved_data["rank"] = static_cast<int64_t>(split.rank());
-  ctx->saved_data["size"] = static_cast<int64_t>(split.size());
-}
-
-ContextSplit saved_split(torch::autograd::AutogradContext* ctx) {
-  return ContextSplit(ctx->saved_data["length"].toInt(),
-                      static_cast<int>(ctx->saved_data["rank"].toInt()),
-                      static_cast<int>(ctx->saved_data["size"].toInt()));
-}
-
-class SequenceToHeads : public torch::autograd::Function<SequenceToHeads> {
+// One exchange as an autograd function: its backward is the other direction.
+template <bool kToHeads>
+class Exchange : public torch::autograd::Function<Exchange<kToHeads>> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const ContextSplit& split, Communicator& cp) {
     save_comm(ctx, cp);
-    save_split(ctx, split);
-    return to_heads(x, split, cp);
+    split.save_to(ctx);
+    return kToHeads ? to_heads(x, split, cp) : to_sequence(x, split, cp);
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    return {to_sequence(grads[0], saved_split(ctx), saved_comm(ctx)), torch::Tensor(),
-            torch::Tensor()};
-  }
-};
-
-class HeadsToSequence : public torch::autograd::Function<HeadsToSequence> {
- public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
-                               const ContextSplit& split, Communicator& cp) {
-    save_comm(ctx, cp);
-    save_split(ctx, split);
-    return to_sequence(x, split, cp);
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    return {to_heads(grads[0], saved_split(ctx), saved_comm(ctx)), torch::Tensor(),
-            torch::Tensor()};
+    const ContextSplit split = ContextSplit::saved_in(ctx);
+    Communicator& cp = saved_comm(ctx);
+    return {kToHeads ? to_sequence(grads[0], split, cp) : to_heads(grads[0], split, cp),
+            torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -92,14 +69,14 @@ torch::Tensor sequence_to_heads(const torch::Tensor& x, const ContextSplit& spli
                                 Communicator& cp) {
   TRIAX_CHECK(x.dim() == 4 && x.size(2) == split.local_length(), "sequence_to_heads: [b, heads, ",
               split.local_length(), ", d], got ", x.sizes());
-  return SequenceToHeads::apply(x, split, cp);
+  return Exchange<true>::apply(x, split, cp);
 }
 
 torch::Tensor heads_to_sequence(const torch::Tensor& x, const ContextSplit& split,
                                 Communicator& cp) {
   TRIAX_CHECK(x.dim() == 4 && x.size(2) == split.length(), "heads_to_sequence: [b, heads / C, ",
               split.length(), ", d], got ", x.sizes());
-  return HeadsToSequence::apply(x, split, cp);
+  return Exchange<false>::apply(x, split, cp);
 }
 
 torch::Tensor all_to_all_attention(

@@ -43,4 +43,16 @@ torch::Tensor ContextSplit::assemble(const std::vector<torch::Tensor>& parts, in
   return torch::cat(chunks, dim);
 }
 
+void ContextSplit::save_to(torch::autograd::AutogradContext* ctx) const {
+  ctx->saved_data["context_length"] = length_;
+  ctx->saved_data["context_rank"] = static_cast<int64_t>(rank_);
+  ctx->saved_data["context_size"] = static_cast<int64_t>(size_);
+}
+
+ContextSplit ContextSplit::saved_in(torch::autograd::AutogradContext* ctx) {
+  return ContextSplit(ctx->saved_data["context_length"].toInt(),
+                      static_cast<int>(ctx->saved_data["context_rank"].toInt()),
+                      static_cast<int>(ctx->saved_data["context_size"].toInt()));
+}
+
 }  // namespace triax

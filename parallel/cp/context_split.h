@@ -37,6 +37,9 @@ class ContextSplit {
   torch::Tensor take(const torch::Tensor& whole, int64_t dim) const;
   /// The whole sequence from every rank's part (parts[r] is rank r's), along `dim`.
   torch::Tensor assemble(const std::vector<torch::Tensor>& parts, int64_t dim) const;
+  /// Kept in an autograd context for a backward (contexts hold IValues), and read back.
+  void save_to(torch::autograd::AutogradContext* ctx) const;
+  static ContextSplit saved_in(torch::autograd::AutogradContext* ctx);
 
  private:
   int64_t length_;

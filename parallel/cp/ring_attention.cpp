@@ -75,13 +75,6 @@ Shapes shapes_of(const torch::Tensor& q, const torch::Tensor& k) {
   return {q.size(0), q.size(1), k.size(1), q.size(2), q.size(3), q.size(1) / k.size(1)};
 }
 
-void save_split(torch::autograd::AutogradContext* ctx, const ContextSplit& split, double scale) {
-  ctx->saved_data["length"] = split.length();
-  ctx->saved_data["rank"] = static_cast<int64_t>(split.rank());
-  ctx->saved_data["size"] = static_cast<int64_t>(split.size());
-  ctx->saved_data["scale"] = scale;
-}
-
 class RingAttention : public torch::autograd::Function<RingAttention> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q,
@@ -130,7 +123,8 @@ class RingAttention : public torch::autograd::Function<RingAttention> {
     const torch::Tensor lse = m.add_(l.log_());
     ctx->save_for_backward({q, k, v, out, lse});
     save_comm(ctx, cp);
-    save_split(ctx, split, scale);
+    split.save_to(ctx);
+    ctx->saved_data["scale"] = scale;
     return out.view({sh.b, sh.heads, sh.s, sh.d}).to(q.scalar_type());
   }
 
@@ -141,9 +135,7 @@ class RingAttention : public torch::autograd::Function<RingAttention> {
     const torch::Tensor &q = saved[0], &k = saved[1], &v = saved[2], &out = saved[3],
                         &lse = saved[4];
     Communicator& cp = saved_comm(ctx);
-    const ContextSplit split(ctx->saved_data["length"].toInt(),
-                             static_cast<int>(ctx->saved_data["rank"].toInt()),
-                             static_cast<int>(ctx->saved_data["size"].toInt()));
+    const ContextSplit split = ContextSplit::saved_in(ctx);
     const double scale = ctx->saved_data["scale"].toDouble();
     const Shapes sh = shapes_of(q, k);
     const int64_t n = sh.b * sh.heads, c = split.chunk();
