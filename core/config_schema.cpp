@@ -60,8 +60,9 @@ void visit_parallel(Config& c, ConfigVisitor& v) {
             "sequence parallelism: norms, dropout and residuals hold seq_len/tensor per tp rank "
             "(needs tensor > 1)");
     v.field("auto", c.parallel.automatic,
-            "choose tensor, pipeline, schedule, micro_batch, recompute, ZeRO-1, sequence and "
-            "hierarchical at start with the planner (`parallel: auto` says the same)");
+            "choose tensor, pipeline, context (and its mode), schedule, micro_batch, recompute, "
+            "ddp.shard, sequence and hierarchical at start with the planner (`parallel: auto` says "
+            "the same)");
     v.field("profile", c.parallel.profile, {},
             "auto: the `triax calibrate` profile to plan with; \"\" = nominal costs");
     v.field("memory_per_rank_mb", c.parallel.memory_per_rank_mb, RealRule{0.0, 1e9},

@@ -352,6 +352,58 @@ double calibrate_overhead(Communicator& world, int repeats) {
   return slowest(world, {median(times)})[0];
 }
 
+// One small operation's time, with every rank busy at once (as in training): element-wise
+// updates of a [8, 16, 16] block, the size of the ring's blocks on short sequences.
+double calibrate_op(Communicator& world, int repeats) {
+  torch::Tensor x = torch::ones({8, 16, 16});
+  const torch::Tensor y = torch::full({8, 16, 16}, 1e-3);
+  constexpr int kOps = 2000;
+  std::vector<double> times;
+  world.barrier();
+  for (int i = 0; i <= repeats; ++i) {
+    const auto start = Clock::now();
+    for (int k = 0; k < kOps; ++k) x.add_(y).mul_(0.5);
+    if (i > 0) times.push_back(seconds_since(start) / (2 * kOps));
+  }
+  return slowest(world, {median(times)})[0];
+}
+
+// What a rank loses at an exchange with its ring neighbours after the same work as theirs (the
+// context-parallel ring's step, an all-to-all): their skew, which equal FLOPs do not remove
+// (cores shared or interrupted). Rounds of ~1 ms of work, then a small block to the next rank and
+// one from the previous, against the same rounds without the exchange.
+double calibrate_sync(Communicator& world) {
+  const int n = world.size(), rank = world.rank();
+  if (n < 2) return 0;
+  const torch::Tensor a = torch::randn({96, 96});
+  const auto work = [&] {
+    torch::Tensor x = a;
+    for (int i = 0; i < 8; ++i) x = torch::tanh(torch::mm(x, a) * 1e-2);
+    return x;
+  };
+  torch::Tensor out = torch::zeros({1024}), in = torch::zeros({1024});
+  constexpr int kRounds = 200;
+  std::vector<double> alone, exchanging;
+  for (int trial = 0; trial < 3; ++trial) {
+    world.barrier();
+    auto start = Clock::now();
+    for (int r = 0; r < kRounds; ++r) work();
+    alone.push_back(seconds_since(start));
+    world.barrier();
+    start = Clock::now();
+    for (int r = 0; r < kRounds; ++r) {
+      work();
+      const WorkPtr recv = world.irecv(in, (rank + n - 1) % n, 7399);
+      const WorkPtr send = world.isend(out, (rank + 1) % n, 7399);
+      send->wait();
+      recv->wait();
+    }
+    exchanging.push_back(seconds_since(start));
+  }
+  const double lost = std::max(0.0, (median(exchanging) - median(alone)) / kRounds);
+  return slowest(world, {lost})[0];
+}
+
 }  // namespace
 
 void check_calibration(const Config& config) {
@@ -387,6 +439,8 @@ Profile calibrate(const Config& config, Communicator& world, const NodeTopology&
   p.optimizer_per_parameter = calibrate_optimizer(config, world, options.repeats);
   p.step_overhead = calibrate_overhead(world, options.repeats);
   p.wait_share = calibrate_wait_share(world, nodes);
+  p.op_seconds = calibrate_op(world, options.repeats);
+  p.sync_seconds = calibrate_sync(world);
   return p;
 }
 

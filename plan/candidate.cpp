@@ -13,6 +13,8 @@ Config Candidate::applied(const Config& base) const {
   c.parallel.tensor = tp;
   c.parallel.pipeline = pp;
   c.parallel.data = 0;
+  c.parallel.context = cp;
+  c.parallel.context_mode = context_mode;
   c.parallel.sequence = sequence;
   c.schedule.name = schedule;
   c.schedule.chunks_per_rank = chunks;
@@ -30,6 +32,7 @@ Config Candidate::applied(const Config& base) const {
 
 std::string Candidate::describe() const {
   std::string text = str("dp", dp, " tp", tp, " pp", pp, " ");
+  if (cp > 1) text += str("cp", cp, context_mode == ContextMode::kRing ? " ring " : " a2a ");
   if (pp > 1) text += choice_name(schedule) + (chunks > 1 ? str("x", chunks) : "") + " ";
   text += str("b", micro_batch, "x", microbatches, " ", choice_name(recompute));
   if (shard == ShardLevel::kOptimizer) text += " zero1";
@@ -44,7 +47,8 @@ std::string Candidate::describe() const {
 
 std::string Candidate::overrides() const {
   return str(
-      "--set parallel.tensor=", tp, " --set parallel.pipeline=", pp,
+      "--set parallel.tensor=", tp, " --set parallel.pipeline=", pp, " --set parallel.context=", cp,
+      cp > 1 ? " --set parallel.context_mode=" + choice_name(context_mode) : std::string(),
       " --set schedule.name=", choice_name(schedule), " --set schedule.chunks_per_rank=", chunks,
       " --set train.micro_batch=", micro_batch, " --set train.recompute=", choice_name(recompute),
       " --set ddp.shard=", choice_name(shard), " --set optimizer.shard=false",
@@ -74,16 +78,30 @@ bool dp_spans_nodes_evenly(const ParallelLayout& layout, const PlanTopology& top
   return true;
 }
 
+struct Context {
+  int cp;
+  ContextMode mode;
+};
+
+// The context-parallel sizes and modes worth trying on `ranks` ranks (what tp x pp leaves): cp 1,
+// and for a language model every divisor whose head-tail split cuts seq_len evenly (2 cp chunks),
+// in both modes (plan_run refuses what the heads do not allow).
+std::vector<Context> contexts(const Config& config, int ranks) {
+  std::vector<Context> out = {{1, ContextMode::kRing}};
+  if (!model_spec(config.model.arch).pipelined) return out;
+  for (int cp : divisors(ranks)) {
+    if (cp == 1 || config.model.seq_len % (2 * cp) != 0) continue;
+    out.push_back({cp, ContextMode::kRing});
+    out.push_back({cp, ContextMode::kAllToAll});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Candidate> enumerate_candidates(const Config& config, int world, int nodes,
                                             const PlanConstraints& constraints,
                                             std::vector<RunPlan>* plans) {
-  if (config.parallel.context > 1) {
-    throw ConfigError(str("parallel.context: ", config.parallel.context,
-                          " is not modelled by the planner yet: it ranks dp x tp x pp layouts "
-                          "without context parallelism (plan with parallel.context: 1)"));
-  }
   const PlanTopology topology(world, nodes);
   const ModelSpec& spec = model_spec(config.model.arch);
   const bool pipelined = spec.pipelined;
@@ -95,72 +113,80 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
       if (constraints.pp > 0 && pp != constraints.pp) continue;
       if (!pipelined && pp > 1) continue;
       if (pp > config.model.layers) continue;
-      const int dp = world / (tp * pp);
-      if (config.train.global_batch % dp != 0) continue;
-      const ParallelLayout layout = ParallelLayout::create(world, tp, pp, config.parallel.order);
-      const int64_t per_dp = config.train.global_batch / dp;
-      struct Shape {
-        ScheduleKind kind;
-        int chunks;
-      };
-      std::vector<Shape> shapes;
-      if (pp == 1) {
-        shapes.push_back({ScheduleKind::k1F1B, 1});
-      } else {
-        for (ScheduleKind k : {ScheduleKind::kGpipe, ScheduleKind::k1F1B, ScheduleKind::kZbh1}) {
-          shapes.push_back({k, 1});
+      for (const Context& context : contexts(config, world / (tp * pp))) {
+        const int cp = context.cp;
+        const int dp = world / (tp * pp * cp);
+        if (config.train.global_batch % dp != 0) continue;
+        const ParallelLayout layout =
+            ParallelLayout::create(world, tp, pp, config.parallel.order, cp);
+        const int64_t per_dp = config.train.global_batch / dp;
+        struct Shape {
+          ScheduleKind kind;
+          int chunks;
+        };
+        std::vector<Shape> shapes;
+        if (pp == 1) {
+          shapes.push_back({ScheduleKind::k1F1B, 1});
+        } else {
+          for (ScheduleKind k : {ScheduleKind::kGpipe, ScheduleKind::k1F1B, ScheduleKind::kZbh1}) {
+            shapes.push_back({k, 1});
+          }
+          // Megatron's virtual stages: 2, 4, 8 chunks per rank while every chunk has a layer.
+          for (int v = 2; v <= 8 && pp * v <= config.model.layers; v *= 2) {
+            shapes.push_back({ScheduleKind::kInterleaved, v});
+          }
+          shapes.push_back({ScheduleKind::kZbv, 2});
         }
-        // Megatron's virtual stages: 2, 4, 8 chunks per rank while every chunk has a layer.
-        for (int v = 2; v <= 8 && pp * v <= config.model.layers; v *= 2) {
-          shapes.push_back({ScheduleKind::kInterleaved, v});
-        }
-        shapes.push_back({ScheduleKind::kZbv, 2});
-      }
-      std::vector<Hierarchical> hier = {Hierarchical::kAuto};
-      if (dp_spans_nodes_evenly(layout, topology))
-        hier = {Hierarchical::kFalse, Hierarchical::kTrue};
-      for (const Shape& shape : shapes) {
-        if (constraints.chunks > 0 && shape.chunks != constraints.chunks) continue;
-        if (constraints.placement && placement_shape(shape.kind) != *constraints.placement) {
-          continue;
-        }
-        for (int b : divisors(per_dp)) {
-          for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-            if (!pipelined && r != Recompute::kNone) continue;
-            for (ShardLevel level : {ShardLevel::kNone, ShardLevel::kOptimizer,
-                                     ShardLevel::kGradients, ShardLevel::kParameters}) {
-              const bool zero = level != ShardLevel::kNone;
-              // bf16 working weights keep their master in the sharded optimizer: never unsharded,
-              // and ZeRO-1 at dp 1 (a shard of one) is their dp-1 layout.
-              const bool master = config.train.param_dtype == Precision::kBf16;
-              if (master && !zero) continue;
-              const bool alone = dp == 1 && !(master && level == ShardLevel::kOptimizer);
-              if (zero && (alone || config.train.optimizer != OptimizerKind::kAdamW)) continue;
-              // Layout-invariant numerics reduce ZeRO-2 as ZeRO-1 (the tree): not a choice there,
-              // and ZeRO-3 is refused there.
-              if ((level == ShardLevel::kGradients || level == ShardLevel::kParameters) &&
-                  config.train.numerics == Numerics::kLayoutInvariant) {
-                continue;
-              }
-              for (bool sp : {false, true}) {
-                if (sp && tp == 1) continue;
-                for (Hierarchical h : hier) {
-                  Candidate c;
-                  c.dp = dp, c.tp = tp, c.pp = pp, c.chunks = shape.chunks;
-                  c.schedule = shape.kind;
-                  c.micro_batch = b;
-                  c.microbatches = per_dp / b;
-                  c.recompute = r, c.shard = level, c.sequence = sp, c.hierarchical = h;
-                  // The configuration's hybrid group where it tiles this dp (else all of dp).
-                  const int group = static_cast<int>(config.optimizer.shard_group);
-                  if (zero && group > 0 && dp % group == 0) c.shard_group = group;
-                  try {
-                    RunPlan plan = plan_run(c.applied(config), world, DataCheck::kSkip);
-                    if (plans) plans->push_back(std::move(plan));
-                  } catch (const ConfigError&) {
-                    continue;  // a rule of the run refuses it (heads % tp, m % p, ...)
+        std::vector<Hierarchical> hier = {Hierarchical::kAuto};
+        // Under cp the gradients are reduced over dp x cp, which the node-aware choice does not
+        // model: the configuration's ddp.hierarchical stays.
+        if (cp == 1 && dp_spans_nodes_evenly(layout, topology))
+          hier = {Hierarchical::kFalse, Hierarchical::kTrue};
+        for (const Shape& shape : shapes) {
+          if (constraints.chunks > 0 && shape.chunks != constraints.chunks) continue;
+          if (constraints.placement && placement_shape(shape.kind) != *constraints.placement) {
+            continue;
+          }
+          for (int b : divisors(per_dp)) {
+            for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+              if (!pipelined && r != Recompute::kNone) continue;
+              for (ShardLevel level : {ShardLevel::kNone, ShardLevel::kOptimizer,
+                                       ShardLevel::kGradients, ShardLevel::kParameters}) {
+                const bool zero = level != ShardLevel::kNone;
+                // bf16 working weights keep their master in the sharded optimizer: never unsharded,
+                // and ZeRO-1 at dp 1 (a shard of one) is their dp-1 layout.
+                const bool master = config.train.param_dtype == Precision::kBf16;
+                if (master && !zero) continue;
+                // (The state is sharded over the replicas, dp x cp.)
+                const bool alone = dp * cp == 1 && !(master && level == ShardLevel::kOptimizer);
+                if (zero && (alone || config.train.optimizer != OptimizerKind::kAdamW)) continue;
+                // Layout-invariant numerics reduce ZeRO-2 as ZeRO-1 (the tree): not a choice there,
+                // and ZeRO-3 is refused there.
+                if ((level == ShardLevel::kGradients || level == ShardLevel::kParameters) &&
+                    config.train.numerics == Numerics::kLayoutInvariant) {
+                  continue;
+                }
+                for (bool sp : {false, true}) {
+                  if (sp && tp == 1) continue;
+                  for (Hierarchical h : hier) {
+                    Candidate c;
+                    c.dp = dp, c.tp = tp, c.pp = pp, c.chunks = shape.chunks;
+                    c.cp = cp, c.context_mode = context.mode;
+                    c.schedule = shape.kind;
+                    c.micro_batch = b;
+                    c.microbatches = per_dp / b;
+                    c.recompute = r, c.shard = level, c.sequence = sp, c.hierarchical = h;
+                    // The configuration's hybrid group where it tiles this dp (else all of dp).
+                    const int group = static_cast<int>(config.optimizer.shard_group);
+                    if (zero && group > 0 && dp % group == 0) c.shard_group = group;
+                    try {
+                      RunPlan plan = plan_run(c.applied(config), world, DataCheck::kSkip);
+                      if (plans) plans->push_back(std::move(plan));
+                    } catch (const ConfigError&) {
+                      continue;  // a rule of the run refuses it (heads % tp, m % p, ...)
+                    }
+                    out.push_back(c);
                   }
-                  out.push_back(c);
                 }
               }
             }

@@ -24,6 +24,8 @@ Candidate configured(const RunPlan& plan) {
   const Config& c = plan.config;
   Candidate out;
   out.dp = plan.layout.dp_size(), out.tp = plan.layout.tp_size(), out.pp = plan.layout.pp_size();
+  out.cp = plan.layout.cp_size();
+  out.context_mode = c.parallel.context_mode;
   out.chunks = plan.schedule.chunks;
   out.schedule = c.schedule.name;
   out.micro_batch = plan.batch.micro_batch;
@@ -71,12 +73,6 @@ std::string dry_run(const Config& config, int world, int nodes, int rank, bool f
   for (const auto& [name, n] : actions) counts += str(counts.empty() ? "" : ", ", n, " ", name);
   text += str("  schedule ", schedule.name, ", ", schedule.microbatches, " micro-batches of ",
               plan.batch.micro_batch, ": ", counts, "\n");
-  if (layout.cp_size() > 1) {
-    text +=
-        "  memory and step time: not predicted (the planner does not model parallel.context "
-        "yet)\n";
-    return text;
-  }
   const Candidate candidate = configured(plan);
   const Prediction p = predict(plan, candidate, profile, PlanTopology{world, nodes});
   const RankMemory& m = p.memory[coord.pp];
@@ -89,10 +85,10 @@ std::string dry_run(const Config& config, int world, int nodes, int rank, bool f
               " = ", mib(m.total()), " of tensors, + ", mib(profile.base_bytes), " process\n");
   char line[256];
   std::snprintf(line, sizeof line,
-                "  predicted step %.2f ms (compute %.2f, bubble %.2f, gradient sync %.2f, "
+                "  predicted step %.2f ms (compute %.2f, bubble %.2f, communication %.2f, "
                 "optimizer %.2f); profile: %s\n",
-                p.step_seconds * 1e3, p.compute * 1e3, p.bubble * 1e3,
-                (p.dp_comm + p.tp_cross) * 1e3, p.optimizer * 1e3, profile.source.c_str());
+                p.step_seconds * 1e3, p.compute * 1e3, p.bubble * 1e3, p.communication() * 1e3,
+                p.optimizer * 1e3, profile.source.c_str());
   text += line;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -123,15 +123,15 @@ std::string LayoutPlan::table(const Config& config, const PlanRequest& request, 
     }
     std::snprintf(line, sizeof line, "%4zu  %-42s %9.2f %10.0f %7.2f %7.2f %7.2f %7.2f %9.1f  %s\n",
                   i + 1, row.candidate.describe().c_str(), p.step_seconds * ms,
-                  row.tokens_per_second, p.compute * ms, p.bubble * ms,
-                  (p.dp_comm + p.tp_cross) * ms, p.optimizer * ms, mib(p.peak_bytes),
-                  bound.c_str());
+                  row.tokens_per_second, p.compute * ms, p.bubble * ms, p.communication() * ms,
+                  p.optimizer * ms, mib(p.peak_bytes), bound.c_str());
     text += line;
   }
   if (shown < rows.size()) text += str("  ... ", rows.size() - shown, " more (--top 0: all)\n");
   text +=
       "  (ms per step; compute: the busiest rank's forward and backward; bubble: pipeline "
-      "idle on it; comm: gradient sync; peak: tensor bytes of the fullest rank; bound: the "
+      "idle on it; comm: gradient sync and context exchanges; peak: tensor bytes of the fullest "
+      "rank; bound: the "
       "largest part and, with a limit, the fullest rank's share of it, its process included)\n";
   return text;
 }
@@ -160,8 +160,8 @@ std::string LayoutPlan::csv() const {
     text +=
         str(i + 1, ",", row.candidate.describe(), ",", row.candidate.overrides(), ",",
             row.prediction.step_seconds, ",", row.prediction.compute, ",", row.prediction.bubble,
-            ",", row.prediction.dp_comm + row.prediction.tp_cross, ",", row.prediction.optimizer,
-            ",", fixed(row.prediction.peak_bytes, 0), ",", join(per_rank, ";"), "\n");
+            ",", row.prediction.communication(), ",", row.prediction.optimizer, ",",
+            fixed(row.prediction.peak_bytes, 0), ",", join(per_rank, ";"), "\n");
   }
   return text;
 }

@@ -12,7 +12,7 @@
 namespace triax {
 
 std::string Prediction::bound() const {
-  const double comm = dp_comm + tp_cross;
+  const double comm = communication();
   if (compute >= bubble && compute >= comm) return "compute";
   return bubble >= comm ? "bubble" : "communication";
 }
@@ -227,16 +227,106 @@ RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double ac
   return m;
 }
 
+// Attention's share of a layer's FLOPs (scores and weighted sums, 12 h s per token, against the
+// layer's matmuls), from the model's own count: taken apart by a layer more and half the length.
+double attention_share(const ModelConfig& model) {
+  double (*flops)(const ModelConfig&) = model_spec(model.arch).flops_per_unit;
+  ModelConfig more = model, half = model;
+  more.layers += 1;
+  half.seq_len /= 2;
+  const double whole = flops(model);
+  const double layer = flops(more) - whole;
+  const double attention = 2 * (whole - flops(half)) / static_cast<double>(model.layers);
+  return layer > 0 ? std::clamp(attention / layer, 0.0, 1.0) : 0.0;
+}
+
+// Context parallelism's compute: a rank holds seq_len / cp positions. The matmuls (and the first
+// and last stages' embedding, head and loss) scale by 1/cp; attention by the work a rank does.
+// The ring (head-tail chunks r and 2cp-1-r of 2cp) computes its two query chunks against the
+// visible key chunks of every block: 2cp + 1 chunk pairs of (s / 2cp)^2, where one process
+// computes the whole s^2 (the CPU path masks, it does not skip); all-to-all attends over the
+// whole sequence with 1/cp of the heads.
+// Beyond FLOPs, the operations a layer adds per micro-batch, each `op_seconds` (the profile's),
+// counted from parallel/cp/: the ring runs about 14 operations forward and 10 backward on every
+// chunk pair it computes (2cp + 1), 4 and 10 per ring step (expanding, folding and passing
+// blocks), 10 to set up each way, where one process's attention ran about 4 and 6; all-to-all
+// about 4 per exchange (8 a layer). On short sequences these, not the FLOPs, decide.
+void scale_for_context(ComputeTiming& t, const Candidate& c, const ModelConfig& model,
+                       double op_seconds) {
+  if (c.cp <= 1) return;
+  const double cp = c.cp;
+  const double f = attention_share(model);
+  const bool ring = c.context_mode == ContextMode::kRing;
+  const double attention = ring ? (2 * cp + 1) / (4 * cp * cp) : 1 / cp;
+  const double layer = (1 - f) / cp + f * attention;
+  t.layer.forward *= layer, t.layer.backward *= layer;
+  if (ring) {
+    t.layer.forward += op_seconds * ((2 * cp + 1) * 14 + 4 * cp + 10 - 4);
+    t.layer.backward += op_seconds * ((2 * cp + 1) * 10 + 10 * cp + 10 - 6);
+  } else {
+    t.layer.forward += op_seconds * 4 * 4;
+    t.layer.backward += op_seconds * 4 * 4;
+  }
+  for (PassTime* p : {&t.first, &t.last}) p->forward /= cp, p->backward /= cp;
+}
+
+// Context parallelism's exchanges per step on the busiest pipeline rank, as far as attention's
+// compute does not hide them, for every layer of its stage(s) and every micro-batch. `layer` is
+// the profile's layer timing (as one process runs it); elements travel in fp32 (the ring converts
+// its blocks; the activations' element size is what the other formulas here assume too).
+//   ring: forward cp - 1 kv blocks, each behind one step's attention (1/cp of the rank's);
+//         backward the kv blocks again and their gradients (cp sends: the last one home after
+//         the loop, exposed), two transfers behind each step's attention.
+//   both: every exchange also waits for the slower neighbour, the profile's measured skew
+//         (sync_seconds): the ring 3cp - 2 exchanges a layer, all-to-all 8.
+//   all-to-all: q, k, v to heads and the output back forward, their gradients backward, not
+//         overlapped; an all-to-all of a B-byte buffer sends (cp-1)/cp of it from every rank,
+//         as a ring all-gather whose output is B does (its fit stands in).
+double cp_exchange_seconds(const RunPlan& plan, const Candidate& c, const Profile& profile,
+                           const PlanTopology& topology, const ComputeTiming& layer) {
+  if (c.cp <= 1) return 0;
+  const ModelConfig& m = plan.config.model;
+  const double cp = c.cp;
+  const double b = static_cast<double>(plan.batch.micro_batch);
+  const double local_s = static_cast<double>(m.seq_len) / cp;
+  const double head_dim = static_cast<double>(m.hidden / m.heads);
+  const double kv_heads = static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads) / c.tp;
+  const double heads = static_cast<double>(m.heads) / c.tp;
+  const LinkClass link = topology.link_of(plan.layout.group_of(Axis::kCp, 0));
+  double per_layer = 0;
+  if (c.context_mode == ContextMode::kRing) {
+    const double block = 2 * b * kv_heads * local_s * head_dim * 4;  // k and v
+    const double x = profile.link(Collective::kSendRecv, 2, link).time(block);
+    const double f = attention_share(m);
+    const double share = f * (2 * cp + 1) / (4 * cp * cp);  // attention's part of the layer
+    const double forward_step = share * layer.layer.forward / cp;
+    const double backward_step = share * layer.layer.backward / cp;
+    per_layer = (cp - 1) * std::max(0.0, x - forward_step) +
+                (cp - 1) * std::max(0.0, 2 * x - backward_step) + x;
+    // Each exchange also waits for the slower neighbour (the profile's measured skew).
+    per_layer += (3 * cp - 2) * profile.sync_seconds;
+  } else {
+    const double q = b * heads * local_s * head_dim * 4, kv = b * kv_heads * local_s * head_dim * 4;
+    const LinkFit fit = profile.link(Collective::kAllGather, c.cp, link);
+    per_layer = 2 * (2 * fit.time(q) + 2 * fit.time(kv)) + 8 * profile.sync_seconds;
+  }
+  const double layers = static_cast<double>(m.layers) / plan.schedule.stages;
+  return per_layer * layers * static_cast<double>(c.microbatches);
+}
+
 // The data-parallel gradient sync (and ZeRO-1's all-gather) of the largest stage's gradients.
 double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& profile,
                        const PlanTopology& topology, double most_parameters) {
-  if (c.dp <= 1) return 0;
+  if (c.replicas() <= 1) return 0;
   const double grad_bytes = most_parameters / 4 * MixedPrecision(plan.config).wire_bytes();
   // What an all-gather of the parameters moves: the working weights (bf16 under param_dtype).
   const double weight_bytes = most_parameters / 4 * MixedPrecision(plan.config).param_bytes();
-  const std::vector<int> dp_group = plan.layout.group_of(Axis::kDp, 0);
+  // The ranks holding the same weights: the dp group, or dp x cp under context parallelism.
+  const std::vector<int> dp_group =
+      c.cp > 1 ? plan.layout.replica_groups().front() : plan.layout.group_of(Axis::kDp, 0);
+  const int replicas = c.replicas();
   const LinkClass link = topology.link_of(dp_group);
-  const int local = std::min(c.dp, topology.per_node());
+  const int local = std::min(replicas, topology.per_node());
   // ZeRO-2 and -3 reduce-scatter every micro-batch's gradients (ZeRO-1 the step's sum once).
   const bool per_microbatch =
       c.shard == ShardLevel::kGradients || c.shard == ShardLevel::kParameters;
@@ -270,18 +360,18 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
   double seconds = 0;
   if (c.sharded()) {
     // The node-aware communicator forwards a reduce-scatter to the flat group: no hierarchy.
-    seconds = times * profile.link(Collective::kReduceScatter, c.dp, link).time(grad_bytes);
+    seconds = times * profile.link(Collective::kReduceScatter, replicas, link).time(grad_bytes);
   } else if (c.hierarchical == Hierarchical::kTrue && link == LinkClass::kNet && local > 1) {
-    const int across = c.dp / local;
+    const int across = replicas / local;
     seconds =
         profile.link(Collective::kReduceScatter, local, LinkClass::kNode).time(grad_bytes) +
         profile.link(Collective::kAllReduce, across, LinkClass::kNet).time(grad_bytes / local) +
         profile.link(Collective::kAllGather, local, LinkClass::kNode).time(grad_bytes);
   } else {
-    seconds = profile.link(Collective::kAllReduce, c.dp, link).time(grad_bytes);
+    seconds = profile.link(Collective::kAllReduce, replicas, link).time(grad_bytes);
   }
   if (c.sharded()) {  // parameters gathered back after the sharded update (ZeRO-3: per use)
-    seconds += gathers * profile.link(Collective::kAllGather, c.dp, link).time(weight_bytes);
+    seconds += gathers * profile.link(Collective::kAllGather, replicas, link).time(weight_bytes);
   }
   return seconds;
 }
@@ -326,6 +416,8 @@ Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profi
       to->backward = b * from->backward;
     }
   }
+  const ComputeTiming whole = t;  // one process's layer: the ring's exchanges hide behind it
+  scale_for_context(t, c, config.model, profile.op_seconds);
   const SimulationResult sim = simulate_pipeline(plan, stage_costs(plan, t, share.scale),
                                                  activation_bytes, profile, topology, share);
   out.compute = *std::max_element(sim.busy.begin(), sim.busy.end());
@@ -343,10 +435,13 @@ Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profi
 
   out.dp_comm = dp_sync_seconds(plan, c, profile, topology, most_parameters);
   out.tp_cross = tp_cross_seconds(plan, c, profile, topology, activation_bytes);
+  ComputeTiming scaled = whole;
+  scaled.layer.forward *= share.scale, scaled.layer.backward *= share.scale;
+  out.cp_comm = cp_exchange_seconds(plan, c, profile, topology, scaled);
   out.optimizer =
       profile.optimizer_per_parameter * (most_parameters / 4) / c.state_shards() * share.load;
   out.overhead = profile.step_overhead;
-  out.step_seconds = sim.makespan + out.tp_cross + out.dp_comm + out.optimizer + out.overhead;
+  out.step_seconds = sim.makespan + out.communication() + out.optimizer + out.overhead;
   return out;
 }
 

@@ -18,10 +18,16 @@
 // inside) on the dp group's links, counted as not overlapped (on CPU the sums run on the cores
 // backward uses); then the optimizer step (per parameter, /dp with ZeRO-1) and the profile's
 // per-step overhead. A tp group that crosses nodes adds its collectives' difference between the two
-// link classes. When the plan's ranks per node differ from the profile's, compute times scale with
-// the ratio (ranks on a node share its cores); on an oversubscribed CPU node the pipeline is
-// simulated with shared cores, so a rank waiting in a bubble speeds up the others
-// (simulate_shared).
+// link classes. Context parallelism (cp ranks splitting each sequence; the profile is measured at
+// cp 1): a layer's matmuls and the first and last stages' work scale by 1/cp; attention's
+// scores and weighted sums (their share of the layer's FLOPs, from the model's FLOP count) by
+// (2cp + 1) / (4cp^2) for the ring, which computes only the chunk pairs a causal mask leaves
+// visible (one process computes the whole s x s product on a CPU), and by 1/cp for all-to-all
+// (its heads over the whole sequence); the ring's exchanges count where a block's transfer
+// outlasts the block's attention, all-to-all's in full; the gradient sync spans dp x cp. When the
+// plan's ranks per node differ from the profile's, compute times scale with the ratio (ranks on a
+// node share its cores); on an oversubscribed CPU node the pipeline is simulated with shared cores,
+// so a rank waiting in a bubble speeds up the others (simulate_shared).
 #pragma once
 
 #include <string>
@@ -58,10 +64,15 @@ struct Prediction {
   double bubble_fraction = 0;
   double dp_comm = 0;   ///< gradient sync (and ZeRO-1's all-gather)
   double tp_cross = 0;  ///< tp collectives beyond the measured layer times (across nodes)
+  /// Context parallelism's exchanges not hidden behind attention (the ring's blocks beyond the
+  /// block compute they overlap; all-to-all's four exchanges each way in full).
+  double cp_comm = 0;
   double optimizer = 0;
   double overhead = 0;
   std::vector<RankMemory> memory;  ///< per pipeline rank
   double peak_bytes = 0;           ///< the largest total()
+  /// Every communication counted outside the simulated pipeline.
+  double communication() const { return dp_comm + tp_cross + cp_comm; }
   /// What bounds the step most: "compute", "bubble", "communication".
   std::string bound() const;
 };

@@ -267,6 +267,8 @@ std::string Profile::to_yaml() const {
   out << YAML::Key << "step_overhead" << YAML::Value << step_overhead;
   out << YAML::Key << "base_bytes" << YAML::Value << base_bytes;
   out << YAML::Key << "wait_share" << YAML::Value << wait_share;
+  out << YAML::Key << "op_seconds" << YAML::Value << op_seconds;
+  out << YAML::Key << "sync_seconds" << YAML::Value << sync_seconds;
   out << YAML::Key << "compute" << YAML::Value << YAML::BeginSeq;
   for (const ComputeTiming& t : compute) {
     out << YAML::Flow << YAML::BeginMap;
@@ -334,6 +336,20 @@ Profile Profile::read(const std::string& path) {
                                        "top level", "step_overhead");
   p.base_bytes =
       r.positive_or_zero(r.get<double>(root, "base_bytes", "top level"), "top level", "base_bytes");
+  // Optional: profiles written before they were measured keep the defaults.
+  if (root["wait_share"]) {
+    p.wait_share = r.get<double>(root, "wait_share", "top level");
+    if (!(p.wait_share >= 0 && p.wait_share <= 1))
+      r.fail("top level", "wait_share must be in [0, 1]");
+  }
+  if (root["op_seconds"]) {
+    p.op_seconds = r.positive_or_zero(r.get<double>(root, "op_seconds", "top level"), "top level",
+                                      "op_seconds");
+  }
+  if (root["sync_seconds"]) {
+    p.sync_seconds = r.positive_or_zero(r.get<double>(root, "sync_seconds", "top level"),
+                                        "top level", "sync_seconds");
+  }
   const YAML::Node compute = root["compute"];
   if (!compute.IsSequence() || compute.size() == 0) r.fail("compute", "missing or empty");
   for (size_t i = 0; i < compute.size(); ++i) {

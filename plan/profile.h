@@ -13,6 +13,8 @@
 //             a node, across nodes)
 //   optimizer seconds per parameter of one optimizer step (clipping, update)
 //   waiting   on an oversubscribed CPU node, the share of a core a waiting rank still takes
+//   op        one small operation's time (context parallelism's ring runs many on small blocks)
+//   sync      what an exchange between ranks that did the same work costs (their skew)
 // Profiles are for one model shape: model_key() names it, and the planner refuses to use a
 // profile calibrated for another shape (a layer's time depends on hidden, heads, sequence...).
 #pragma once
@@ -70,6 +72,14 @@ struct Profile {
   /// On a node with more ranks than cores: the share of a core a rank waiting for a message
   /// still takes (it polls, yielding between tests), 0 .. 1, measured; 1 where not measured.
   double wait_share = 1;
+  /// One small LibTorch operation's time (dispatch and a pass over a few KiB), measured with
+  /// every rank busy: what context parallelism pays per operation on its blocks beyond their
+  /// FLOPs. kOpSeconds where not measured (nominal profiles, profiles from before it).
+  double op_seconds = kOpSeconds;
+  static constexpr double kOpSeconds = 5e-6;
+  /// What a rank loses at an exchange with its ring neighbours after the same work (their skew),
+  /// measured; 0 where not (nominal profiles, profiles from before it).
+  double sync_seconds = 0;
   /// Figures from the FLOP count, not measured: layer times exclude tp collectives (the
   /// prediction adds them from the links) and do not depend on ranks per node.
   bool nominal = false;

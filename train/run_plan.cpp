@@ -150,10 +150,6 @@ void check_context_parallel(const Config& config) {
             " yet (ring attention merges its blocks in the ring's order; set "
             "train.numerics: fast or parallel.context: 1)"));
   }
-  if (config.parallel.automatic) {
-    throw ConfigError(str("parallel.auto: true plans tp, pp and dp, but not parallel.context: ", cp,
-                          " yet; set parallel.context: 1 or choose the layout yourself"));
-  }
   if (config.optimizer.shard_group > 0) {
     throw ConfigError(str("optimizer.shard_group: ", config.optimizer.shard_group,
                           " is not supported with parallel.context: ", cp,

@@ -32,8 +32,10 @@ grep -E "parallel: auto chose|layout: world|done:" "$WORK/auto.txt"
 chosen=$(grep -c "parallel: auto chose $best (.*runner-up" "$WORK/auto.txt" || true)
 [ "$chosen" -eq 1 ] || { echo "FAIL: 'parallel: auto chose $best' printed $chosen times"; exit 1; }
 read -r dp tp pp < <(sed -E 's/^dp([0-9]+) tp([0-9]+) pp([0-9]+).*/\1 \2 \3/' <<<"$best")
-grep -q "layout: world 4 = dp $dp x tp $tp x pp $pp" "$WORK/auto.txt" ||
-  { echo "FAIL: the job did not run dp $dp x tp $tp x pp $pp"; exit 1; }
+# With context parallelism the layout line names cp between dp and tp.
+cp=$(sed -nE 's/.* cp([0-9]+) .*/ x cp \1/p' <<<"$best")
+grep -q "layout: world 4 = dp $dp$cp x tp $tp x pp $pp" "$WORK/auto.txt" ||
+  { echo "FAIL: the job did not run dp $dp$cp x tp $tp x pp $pp"; exit 1; }
 echo "PASS: auto trained with the plan's first choice, $best"
 
 "$MPIEXEC" -n 4 "$TRIAX" train "$CONFIG" "$@" --set parallel.tensor=2 --set parallel.pipeline=2 \
@@ -42,9 +44,10 @@ step6=$WORK/tp2pp2/checkpoints/step_00000006
 "$MPIEXEC" -n 8 "$TRIAX" train "$CONFIG" "$@" "${AUTO[@]}" --set run.dir="$WORK/resumed" \
   --resume "$step6" >"$WORK/resumed.txt" 2>&1 || { cat "$WORK/resumed.txt"; exit 1; }
 grep -E "parallel: auto chose|resumed from|done:" "$WORK/resumed.txt"
-grep -q "parallel: auto chose dp2 tp2 pp2 .*tp 2, pp 2 and 1 chunk(s) per rank of the checkpoint" \
+# The 4 ranks tp 2 x pp 2 leave are dp 2, or dp 1 x cp 2 (the planner's choice between them).
+grep -qE "parallel: auto chose (dp2 tp2 pp2|dp1 tp2 pp2 cp2) .*tp 2, pp 2 and 1 chunk\(s\) per rank of the checkpoint" \
   "$WORK/resumed.txt" || { echo "FAIL: auto did not keep the checkpoint's tp and pp"; exit 1; }
-echo "PASS: auto resumed the tp 2 x pp 2 checkpoint at dp 2 on 8 ranks"
+echo "PASS: auto resumed the tp 2 x pp 2 checkpoint at dp x cp 2 on 8 ranks"
 
 "$EXPECT_ERROR" 2 "no layout of 2 ranks keeps tp 2, pp 2 and 1 chunk(s) per rank of the checkpoint" \
   "$MPIEXEC" -n 2 "$TRIAX" train "$CONFIG" "$@" "${AUTO[@]}" --set run.dir="$WORK/refused" \

@@ -87,11 +87,11 @@ TEST_CASE("enumeration lists every layout the run accepts, and only those", "[pl
   std::set<std::string> names;
   for (const Candidate& k : all) {
     INFO(k.describe());
-    CHECK(k.dp * k.tp * k.pp == 8);
+    CHECK(k.dp * k.cp * k.tp * k.pp == 8);
     CHECK(c.model.heads % k.tp == 0);
     CHECK(k.pp <= c.model.layers);
     CHECK(k.micro_batch * k.microbatches * k.dp == c.train.global_batch);
-    CHECK((k.sharded() ? k.dp > 1 : true));
+    CHECK((k.sharded() ? k.dp * k.cp > 1 : true));  // ZeRO splits over dp x cp
     CHECK((k.sequence ? k.tp > 1 : true));
     CHECK((k.schedule == ScheduleKind::kInterleaved ? k.microbatches % k.pp == 0 : true));
     CHECK((k.pp == 1 ? k.schedule == ScheduleKind::k1F1B : true));
@@ -439,11 +439,17 @@ TEST_CASE("the profile file round-trips and names what is wrong", "[planner]") {
   Profile p = made_up(base, 2e-5);
   p.optimizer_per_parameter = 1.5e-9;
   p.base_bytes = 123456789;
+  p.wait_share = 0.25;
+  p.op_seconds = 7e-6;
+  p.sync_seconds = 3e-4;
   const std::string path =
       (std::filesystem::temp_directory_path() / "triax_profile_test.yaml").string();
   p.write(path);
   const Profile q = Profile::read(path);
   CHECK(q.to_yaml() == p.to_yaml());
+  CHECK(q.wait_share == 0.25);  // (read back: it was written and then ignored)
+  CHECK(q.op_seconds == 7e-6);
+  CHECK(q.sync_seconds == 3e-4);
   CHECK(q.compute.size() == p.compute.size());
   CHECK(q.links.size() == p.links.size());
   const auto rewrite = [&](const std::string& from, const std::string& to) {
@@ -541,4 +547,102 @@ TEST_CASE("train.micro_batch_invariant: a micro-batch is timed as its one-sample
   const Prediction per_sample = predicted(base, k, profile, 1);
   CHECK(batched.compute > 0);
   CHECK(per_sample.compute == Approx(2 * batched.compute).epsilon(1e-9));
+}
+
+TEST_CASE("context parallelism: cp sizes and modes the run accepts, for language models only",
+          "[planner]") {
+  const Config base = tiny();  // seq_len 8: cp 2 and 4 cut it into 2 cp chunks; 4 heads
+  std::set<std::string> seen;
+  for (const Candidate& k : enumerate_candidates(base, 8, 1)) {
+    CHECK(k.dp * k.cp * k.tp * k.pp == 8);
+    if (k.cp == 1) continue;
+    CHECK(base.model.seq_len % (2 * k.cp) == 0);
+    // All-to-all splits the heads over cp x tp; the ring only needs the split of the sequence.
+    if (k.context_mode == ContextMode::kAllToAll) CHECK(base.model.heads % (k.cp * k.tp) == 0);
+    seen.insert(str(k.cp, choice_name(k.context_mode), k.tp));
+  }
+  CHECK(seen.count("2ring1"));
+  CHECK(seen.count("4ring1"));
+  CHECK(seen.count("2all_to_all1"));
+  CHECK(seen.count("4all_to_all1"));
+  CHECK(seen.count("2all_to_all2"));
+  CHECK_FALSE(seen.count("4all_to_all2"));  // 4 heads over 8
+  CHECK_FALSE(seen.count("8ring1"));        // 8 positions in 16 chunks
+  const Candidate ring = find(enumerate_candidates(base, 4, 1), "dp2 tp1 pp1 cp2 ring b8x1 none");
+  CHECK_THAT(ring.overrides(),
+             Contains("--set parallel.context=2 --set parallel.context_mode=ring"));
+  CHECK(ring.applied(base).parallel.context == 2);
+  // Layout-invariant numerics, dropout and the MLP refuse cp: none is offered.
+  Config invariant = base;
+  invariant.train.numerics = Numerics::kLayoutInvariant;
+  Config dropout = base;
+  dropout.model.dropout = 0.1;
+  Config mlp = base;
+  mlp.model.arch = ModelKind::kMlp;
+  for (const Config& c : {invariant, dropout}) {
+    for (const Candidate& k : enumerate_candidates(c, 4, 1)) CHECK(k.cp == 1);
+  }
+  const std::vector<Candidate> mlps = enumerate_candidates(mlp, 4, 1);
+  CHECK(std::none_of(mlps.begin(), mlps.end(), [](const Candidate& k) { return k.cp > 1; }));
+}
+
+TEST_CASE(
+    "context parallelism's prediction: compute by the attention each rank does, "
+    "exchanges, and the gradient sync over dp x cp",
+    "[planner]") {
+  const Config base = tiny();
+  const double alpha = 1e-3;                  // every collective 1 ms, no bandwidth term
+  Profile profile = made_up(base, alpha, 2);  // measured with 2 ranks busy
+  profile.op_seconds = 0;                     // FLOPs only (the operations' cost below)
+  const std::vector<Candidate> all = enumerate_candidates(base, 2, 1);
+  const Candidate one = find(all, "dp2 tp1 pp1 b8x1 none");
+  const Candidate ring = find(all, "dp1 tp1 pp1 cp2 ring b16x1 none");
+  const Candidate a2a = find(all, "dp1 tp1 pp1 cp2 a2a b16x1 none");
+  const Prediction p1 = predicted(base, one, profile, 2);
+  const Prediction pr = predicted(base, ring, profile, 2);
+  const Prediction pa = predicted(base, a2a, profile, 2);
+  // Attention's share of a layer, from the GPT's count written out: scores and sums 12 h s per
+  // token against 6 x 12 h^2 of matmuls.
+  const double h = 16, s = 8;
+  const double f = 12 * h * s / (6 * 12 * h * h + 12 * h * s);
+  // dp 2: 8 sequences of 4 layers at 1 + 2 ms each per sequence (the made-up profile).
+  CHECK(p1.compute == Approx(8 * 4 * 3e-3));
+  // cp 2: all 16 sequences, each half as long: the matmuls halve, the ring's attention computes
+  // 5 of 16 chunk pairs of the whole, all-to-all's half of it.
+  CHECK(pr.compute == Approx(16 * 4 * 3e-3 * ((1 - f) / 2 + f * 5 / 16)));
+  CHECK(pa.compute == Approx(16 * 4 * 3e-3 / 2));
+  // All-to-all: q, k, v and the output each way, per layer: 8 exchanges of 1 ms.
+  CHECK(pa.cp_comm == Approx(8 * alpha * 4));
+  // The ring: a block's 1 ms transfer against its step's attention (a fraction of a ms here).
+  const double forward_step = 1e-3 * 16 * f * 5 / 16 / 2, backward_step = 2 * forward_step;
+  CHECK(pr.cp_comm ==
+        Approx(4 * ((alpha - forward_step) + (2 * alpha - backward_step) + alpha)).epsilon(1e-9));
+  // Gradients are averaged over dp x cp = 2 ranks in both; nothing sends at dp 1 x cp 1.
+  CHECK(pr.dp_comm == Approx(p1.dp_comm));
+  const Prediction single =
+      predicted(base, find(enumerate_candidates(base, 1, 1), "dp1 tp1 pp1 b16x1 none"), profile, 1);
+  CHECK(single.dp_comm == 0);
+  CHECK(pr.step_seconds ==
+        Approx(pr.compute + pr.bubble + pr.dp_comm + pr.cp_comm + pr.optimizer + pr.overhead));
+  // Each rank holds half of every sequence's activations; ZeRO-1 splits the state over dp x cp.
+  // (The same 16 sequences on one rank: half of it, less where scores fall as 1/cp^2.)
+  CHECK(pr.memory[0].activations <= 0.5 * single.memory[0].activations);
+  CHECK(pr.memory[0].activations > 0.25 * single.memory[0].activations);
+  // What the ring's many small operations cost: on this 8-position sequence, at 20 us each,
+  // more than the FLOPs it saves, so dp ranks first (as measured on short sequences).
+  profile.op_seconds = 20e-6;
+  const Prediction slow = predicted(base, ring, profile, 2);
+  CHECK(slow.compute > pr.compute);
+  CHECK(slow.step_seconds > predicted(base, one, profile, 2).step_seconds);
+  const Candidate zero1 = find(all, "dp1 tp1 pp1 cp2 ring b16x1 none zero1");
+  const Prediction pz = predicted(base, zero1, profile, 2);
+  CHECK(pz.memory[0].optimizer == Approx(pr.memory[0].optimizer / 2));
+}
+
+TEST_CASE("the dry run predicts a context-parallel rank", "[planner]") {
+  Config c = tiny();
+  c.parallel.context = 2;
+  c.train.micro_batch = 4;
+  const std::string text = dry_run(c, 4, 1, 1, false, nominal_profile(c));
+  CHECK_THAT(text, Contains("cp group") && Contains("predicted step") && Contains("communication"));
 }
