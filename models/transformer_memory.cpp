@@ -71,8 +71,14 @@ StageMemory transformer_stage_memory(const TransformerOptions& o, const Config& 
   // tools/bench/memory.sh), not with grouped q, k, v, whose peak comes elsewhere (the Llama's row
   // measures 1.09 of the formula without the term, 0.93 with it).
   const double gather_transient = mode == Recompute::kFull && r < 1 && o.fused_qkv ? 12 * sbh : 0;
-  m.activation_bytes = stored + outside + gather_transient;
-  m.transient_bytes = mode == Recompute::kFull ? full_block + gather_transient : 0;
+  // Softmax's backward holds the gradient of one block's scores beside the kept probabilities, s2
+  // more for a moment (the ring has no s^2 tensors): measured at seq_len 2048 it is what the
+  // formula missed, 1.01 of it with the term for cp 1 and all-to-all at cp 2 and 4 (it grows
+  // as s^2, so at 256 positions it was within the noise).
+  const double softmax_backward = ring ? 0 : s2;
+  m.activation_bytes = stored + outside + gather_transient + softmax_backward;
+  m.transient_bytes =
+      (mode == Recompute::kFull ? full_block + gather_transient : 0) + softmax_backward;
   const double mlp_first = (o.mlp == MlpKind::kSwiGlu ? 2 : 1) * inter;  // gate and up, or fc
   const double deferred_block = 4 * sb * (2 * h * r + (h + 2 * kv + mlp_first) / t + 2 * h);
   m.deferred_weight_bytes = (mode == Recompute::kFull ? 0 : layers * deferred_block) +

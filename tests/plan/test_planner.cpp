@@ -294,13 +294,18 @@ TEST_CASE("memory: ZeRO-1 shards the moments, the schedule sets micro-batches in
   }
   const RunPlan plan4 = plan_run(gpipe_k.applied(base), 4, DataCheck::kSkip);
   const ModelSpec& spec = model_spec(base.model.arch);
-  const double first = spec.memory(plan4.config, 1, 1, true, false).activation_bytes;
-  const double last = spec.memory(plan4.config, 1, 1, false, true).activation_bytes;
+  const StageMemory first_stage = spec.memory(plan4.config, 1, 1, true, false);
+  const StageMemory last_stage = spec.memory(plan4.config, 1, 1, false, true);
+  const double last = last_stage.activation_bytes;
   double message = 4;
   for (int64_t d : plan4.activation_shape) message *= static_cast<double>(d);
-  CHECK(gpipe.memory[0].activations == Approx(4 * first));
-  CHECK(ofob.memory[0].activations == Approx(4 * first));
-  CHECK(gpipe.memory[3].activations == Approx(4 * last));
+  // Four micro-batches kept, and one backward's moment (softmax's gradient of the scores).
+  const auto four = [](const StageMemory& m) {
+    return 4 * (m.activation_bytes - m.transient_bytes) + m.transient_bytes;
+  };
+  CHECK(gpipe.memory[0].activations == Approx(four(first_stage)));
+  CHECK(ofob.memory[0].activations == Approx(four(first_stage)));
+  CHECK(gpipe.memory[3].activations == Approx(four(last_stage)));
   CHECK(ofob.memory[3].activations == Approx(last + 3 * message));
   // Full recompute's replayed block is held by one micro-batch at a time.
   const Prediction full = predicted(base, find(pp4, "dp1 tp1 pp4 gpipe b4x4 full"), profile, 4);

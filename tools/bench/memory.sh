@@ -8,9 +8,13 @@
 # models/transformer_memory.h and docs/memory.md. Each row is the first rank and, with a pipeline,
 # the last (stages differ).
 #   tools/bench/memory.sh [MAX_RANKS]        (default 8)
+#   tools/bench/memory.sh MAX_RANKS long     only context parallelism at issue 42's length: the
+#                                            Llama shape at seq_len 2048, one sequence a step, at
+#                                            cp 1, 2 and 4 (ring and all-to-all; about 5 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 max=${1:-8}
+only=${2:-}
 [ -x build/triax_bench_memory ] || { echo "build first: tools/setup.sh build" >&2; exit 2; }
 echo "$(nproc) cores, $(date -u +%F); MiB per rank; goal: measured within 10% of theory"
 model=()  # extra --set of the model family (empty: the GPT)
@@ -22,6 +26,21 @@ row() {  # RANKS TP PP RECOMPUTE [SHARD (none|optimizer|gradients|parameters) [S
     --set parallel.sequence="${6:-false}" "${model[@]}" "${extra[@]}" | grep '^memory' | sed -n '1p;$p' |
     uniq | sed "s/^memory /${label:-gpt} /"
 }
+if [ "$only" = long ]; then
+  label=llama-2048
+  model=(--set model.arch=llama --set model.kv_heads=4 --set model.multiple_of=64
+    --set model.tie_embeddings=false --set model.seq_len=2048 --set train.micro_batch=1)
+  row 1 1 1 none
+  row 1 1 1 full
+  for cp in 2 4; do
+    for mode in ring all_to_all; do
+      extra=(--set parallel.context=$cp --set parallel.context_mode=$mode)
+      label=llama-2048-$mode
+      row "$cp" 1 1 none
+    done
+  done
+  exit 0
+fi
 for recompute in none selective full; do row 1 1 1 "$recompute"; done
 row 2 1 1 none
 for recompute in none full; do row 2 2 1 "$recompute"; done

@@ -13,7 +13,8 @@ of step time, the mean absolute error of memory (% of measured), Spearman's rank
 predicted vs measured order, and how far the planner's first choice is from the fastest measured
 row — each beside its goal (issue 29). The sample always holds the planner's best row of each
 data-parallel shard level (unsharded, zero1, zero2, zero3: ddp.shard), and the errors are also
-printed per level, so the levels' memory and communication terms are checked (issue 41)."""
+printed per level, so the levels' memory and communication terms are checked (issue 41); likewise
+the best row of each context-parallel mode (cp 1, ring, all-to-all: issue 42)."""
 import csv
 import io
 import os
@@ -79,18 +80,28 @@ def level_of(layout):
 
 
 LEVELS = ("unsharded", "zero1", "zero2", "zero3")
+CONTEXTS = ("cp1", "ring", "a2a")
+
+
+def context_of(layout):
+    """The row's context parallelism: cp1, or its mode (the planner's "cp2 ring", "cp2 a2a")."""
+    for mode in ("ring", "a2a"):
+        if f" {mode} " in f"{layout} ":
+            return mode
+    return "cp1"
 
 
 def with_each_level(rows, picked):
-    """picked, plus the best-ranked row of each shard level it lacks."""
-    have = {level_of(rows[i]["layout"]) for i in picked}
+    """picked, plus the best-ranked row of each shard level and each context mode it lacks."""
     extra = []
-    for level in LEVELS:
-        if level in have:
-            continue
-        best = next((i for i, row in enumerate(rows) if level_of(row["layout"]) == level), None)
-        if best is not None:
-            extra.append(best)
+    for classify, kinds in ((level_of, LEVELS), (context_of, CONTEXTS)):
+        have = {classify(rows[i]["layout"]) for i in set(picked) | set(extra)}
+        for kind in kinds:
+            if kind in have:
+                continue
+            best = next((i for i, row in enumerate(rows) if classify(row["layout"]) == kind), None)
+            if best is not None:
+                extra.append(best)
     return sorted(set(picked) | set(extra))
 
 
@@ -139,7 +150,7 @@ def main():
             print(f"{'rank':>5}  {'layout':<42} {'pred ms':>8} {'meas ms':>8} {'err':>7}  "
                   f"{'pred MiB':>9} {'meas MiB':>9} {'err':>7}")
             pred_t, meas_t, time_err, mem_err = [], [], [], []
-            by_level = {level: ([], []) for level in LEVELS}
+            by_level = {kind: ([], []) for kind in LEVELS + CONTEXTS}
             for i in picked:
                 row = plan[i]
                 p = float(row["step_s"])
@@ -152,8 +163,9 @@ def main():
                 pred_t.append(p)
                 meas_t.append(m)
                 time_err.append(abs(p - m) / m)
-                by_level[level_of(row["layout"])][0].append(abs(p - m) / m)
-                by_level[level_of(row["layout"])][1].extend(errs)
+                for kind in (level_of(row["layout"]), context_of(row["layout"])):
+                    by_level[kind][0].append(abs(p - m) / m)
+                    by_level[kind][1].extend(errs)
                 print(f"{row['rank']:>5}  {row['layout']:<42} {p * 1e3:8.2f} {m * 1e3:8.2f} "
                       f"{(p - m) / m * 100:+6.1f}%  {pm[worst] / 2**20:9.1f} "
                       f"{mm[worst] / 2**20:9.1f} {(pm[worst] - mm[worst]) / mm[worst] * 100:+6.1f}%")
@@ -183,8 +195,8 @@ def main():
         print(f"{model:<6} {world:>5} {n:>4} {mape:9.1f}% {mae:7.1f}% {rho:9.2f} {gap:+14.1f}%")
     print("goals: time MAPE <= 10%, memory MAE <= 5%, Spearman >= 0.9 (world 4, 8), "
           "choice within 5% of the fastest")
-    print("by ddp.shard level, over every world and model:")
-    for level in LEVELS:
+    print("by ddp.shard level and by context parallelism, over every world and model:")
+    for level in LEVELS + CONTEXTS:
         if level in level_summary:
             t_err, m_err = level_summary[level]
             print(f"  {level:<9} {len(t_err):3d} row(s): step time MAPE "
