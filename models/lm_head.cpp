@@ -1,7 +1,6 @@
 #include "models/lm_head.h"
 
 #include <limits>
-#include <mutex>
 
 #include "core/bf16_matmul.h"
 #include "parallel/tp/sequence_parallel.h"
@@ -30,21 +29,13 @@ torch::Tensor mean_token_loss(const torch::Tensor& local_logits, const torch::Te
   return per_token.sum() / count;
 }
 
-// One bias for every block of the process (the last length and device asked for): a copy per
-// block held layers x 4s^2 bytes, 1 GiB per rank at 8192 positions and 4 layers. A block keeps
-// a reference until it asks for another length.
 const torch::Tensor& CausalBias::of(int64_t s, const torch::Device& device) {
-  static std::mutex mutex;
-  static torch::Tensor shared;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (!shared.defined() || shared.size(0) != s || shared.device() != device) {
-    bias_ = torch::Tensor();  // this block's old one, freed before the new one is built
-    shared = torch::zeros({s, s}, device)
-                 .masked_fill(
-                     torch::ones({s, s}, torch::TensorOptions(torch::kBool).device(device)).triu(1),
-                     -std::numeric_limits<float>::infinity());
+  if (!bias_.defined() || bias_.size(0) != s || bias_.device() != device) {
+    bias_ = torch::zeros({s, s}, device)
+                .masked_fill(
+                    torch::ones({s, s}, torch::TensorOptions(torch::kBool).device(device)).triu(1),
+                    -std::numeric_limits<float>::infinity());
   }
-  bias_ = shared;
   return bias_;
 }
 

@@ -29,8 +29,7 @@ torch::Tensor mean_token_loss(const torch::Tensor& local_logits, const torch::Te
 
 class CausalBias {
  public:
-  /// On `device` (the scores'): built again when the length or the device changes; one
-  /// tensor shared by every block of the process.
+  /// On `device` (the scores'): built again when the length or the device changes.
   const torch::Tensor& of(int64_t s, const torch::Device& device);
 
  private:

@@ -45,8 +45,8 @@ void TransformerOptions::read_common(const ModelConfig& model, uint64_t seed_val
 }
 
 TransformerBlockImpl::TransformerBlockImpl(const TransformerOptions& options, Communicator& tp,
-                                           TpDropout& dropout)
-    : options_(options), dropout_(&dropout), tp_(&tp) {
+                                           TpDropout& dropout, CausalBias& causal_bias)
+    : options_(options), dropout_(&dropout), tp_(&tp), causal_bias_(&causal_bias) {
   const int64_t kv_heads = options.kv_head_count();
   TRIAX_CHECK(options.heads % kv_heads == 0 && kv_heads % tp.size() == 0 &&
                   options.hidden % options.heads == 0,
@@ -182,7 +182,7 @@ torch::Tensor TransformerBlockImpl::causal_attention(const torch::Tensor& q, con
   // softmax, dropout (split by head: each tp rank drops from its own stream) and the values.
   const auto batch = [&](const torch::Tensor& t) { return t.reshape({b * heads, s, d}); };
   const torch::Tensor scores =
-      mixed_baddbmm(causal_bias_.of(s, q.device()), batch(q), batch(k).transpose(1, 2), 1.0,
+      mixed_baddbmm(causal_bias_->of(s, q.device()), batch(q), batch(k).transpose(1, 2), 1.0,
                     1.0 / std::sqrt(static_cast<double>(d)));
   const torch::Tensor probs =
       dropout_->tp_local(torch::softmax(convert_precision(scores, torch::kFloat), -1),
@@ -298,8 +298,8 @@ TransformerImpl::TransformerImpl(const TransformerOptions& options, Communicator
   }
   for (int64_t layer = options_.first_layer; layer < options_.last_layer; ++layer) {
     seed_part(options_.seed, layer);
-    blocks_.push_back(
-        register_module(str("layer", layer), TransformerBlock(options_, tp, *dropout_)));
+    blocks_.push_back(register_module(str("layer", layer),
+                                      TransformerBlock(options_, tp, *dropout_, *causal_bias_)));
   }
   if (options_.has_head) {
     final_norm_ = make_norm(options_);

@@ -118,7 +118,9 @@ struct TransformerOptions {
 
 class TransformerBlockImpl : public torch::nn::Module {
  public:
-  TransformerBlockImpl(const TransformerOptions& options, Communicator& tp, TpDropout& dropout);
+  /// `causal_bias`: the chunk's one [s, s] mask, shared by its blocks.
+  TransformerBlockImpl(const TransformerOptions& options, Communicator& tp, TpDropout& dropout,
+                       CausalBias& causal_bias);
   /// `cos`, `sin`: [s, head_dim] rotary tables of the whole sequence (undefined with learned
   /// positions).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos = {},
@@ -154,7 +156,7 @@ class TransformerBlockImpl : public torch::nn::Module {
   TpDropout* dropout_;
   Communicator* tp_;
   int64_t local_heads_, local_kv_heads_, head_dim_;
-  CausalBias causal_bias_;
+  CausalBias* causal_bias_;
   torch::nn::AnyModule norm1_, norm2_;
   ColumnParallelLinear qkv_{nullptr}, q_{nullptr}, k_{nullptr}, v_{nullptr};
   ColumnParallelLinear mlp_gate_{nullptr}, mlp_in_{nullptr};
@@ -218,6 +220,9 @@ class TransformerImpl : public torch::nn::Module {
   TransformerOptions options_;
   Communicator* tp_;
   std::unique_ptr<TpDropout> dropout_;
+  // One mask for every block of the chunk: a mask per block held layers x 4s^2 bytes (1 GiB per
+  // rank at 8192 positions and 4 layers).
+  std::unique_ptr<CausalBias> causal_bias_ = std::make_unique<CausalBias>();
   torch::Tensor cos_, sin_;  // rotary positions: [seq_len, head_dim], built once
   VocabParallelEmbedding token_embedding{nullptr};
   torch::nn::Embedding position_embedding{nullptr};

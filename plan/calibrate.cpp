@@ -382,8 +382,15 @@ double calibrate_sync(Communicator& world) {
     return x;
   };
   torch::Tensor out = torch::zeros({1024}), in = torch::zeros({1024});
+  const auto exchange = [&] {
+    const WorkPtr recv = world.irecv(in, (rank + n - 1) % n, 7399);
+    const WorkPtr send = world.isend(out, (rank + 1) % n, 7399);
+    send->wait();
+    recv->wait();
+  };
   constexpr int kRounds = 200;
-  std::vector<double> alone, exchanging;
+  // Work alone, the exchange alone (its latency: the send/recv fit's, not skew), and both.
+  std::vector<double> alone, bare, exchanging;
   for (int trial = 0; trial < 3; ++trial) {
     world.barrier();
     auto start = Clock::now();
@@ -391,16 +398,17 @@ double calibrate_sync(Communicator& world) {
     alone.push_back(seconds_since(start));
     world.barrier();
     start = Clock::now();
+    for (int r = 0; r < kRounds; ++r) exchange();
+    bare.push_back(seconds_since(start));
+    world.barrier();
+    start = Clock::now();
     for (int r = 0; r < kRounds; ++r) {
       work();
-      const WorkPtr recv = world.irecv(in, (rank + n - 1) % n, 7399);
-      const WorkPtr send = world.isend(out, (rank + 1) % n, 7399);
-      send->wait();
-      recv->wait();
+      exchange();
     }
     exchanging.push_back(seconds_since(start));
   }
-  const double lost = std::max(0.0, (median(exchanging) - median(alone)) / kRounds);
+  const double lost = std::max(0.0, (median(exchanging) - median(alone) - median(bare)) / kRounds);
   return slowest(world, {lost})[0];
 }
 

@@ -97,6 +97,13 @@ std::vector<Context> contexts(const Config& config, int ranks) {
   return out;
 }
 
+bool replicas_span_nodes(const ParallelLayout& layout, const PlanTopology& topology) {
+  for (const auto& group : layout.replica_groups()) {
+    if (topology.nodes.spans_nodes(group)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<Candidate> enumerate_candidates(const Config& config, int world, int nodes,
@@ -138,8 +145,10 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
           shapes.push_back({ScheduleKind::kZbv, 2});
         }
         std::vector<Hierarchical> hier = {Hierarchical::kAuto};
-        // Under cp the gradients are reduced over dp x cp, which the node-aware choice does not
-        // model: the configuration's ddp.hierarchical stays.
+        // Under cp the gradients are reduced over dp x cp, which the node-aware model does not
+        // cover (not under hybrid groups either: cp shards over all of dp x cp): flat, pinned
+        // where `auto` would turn node-aware on at run time.
+        if (cp > 1 && replicas_span_nodes(layout, topology)) hier = {Hierarchical::kFalse};
         if (cp == 1 && dp_spans_nodes_evenly(layout, topology))
           hier = {Hierarchical::kFalse, Hierarchical::kTrue};
         for (const Shape& shape : shapes) {
@@ -178,7 +187,7 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
                     c.recompute = r, c.shard = level, c.sequence = sp, c.hierarchical = h;
                     // The configuration's hybrid group where it tiles this dp (else all of dp).
                     const int group = static_cast<int>(config.optimizer.shard_group);
-                    if (zero && group > 0 && dp % group == 0) c.shard_group = group;
+                    if (zero && group > 0 && cp == 1 && dp % group == 0) c.shard_group = group;
                     try {
                       RunPlan plan = plan_run(c.applied(config), world, DataCheck::kSkip);
                       if (plans) plans->push_back(std::move(plan));

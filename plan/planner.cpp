@@ -50,12 +50,13 @@ LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const 
       enumerate_candidates(config, request.world, request.nodes, request.constraints, &runs);
   plan.candidates = static_cast<int>(candidates.size());
   if (candidates.empty()) {
-    throw ConfigError(
-        str("no layout of ", request.world, " ranks",
-            request.constraints.reason.empty() ? " is valid for this model and global batch"
-                                               : " keeps " + request.constraints.reason,
-            " (valid: a world size that tp x pp divides and whose dp divides train.global_batch ",
-            config.train.global_batch, ")"));
+    throw ConfigError(str("no layout of ", request.world, " ranks",
+                          request.constraints.reason.empty()
+                              ? " is valid for this model and global batch"
+                              : " keeps " + request.constraints.reason,
+                          " (valid: a world size that cp x tp x pp divides and whose dp divides "
+                          "train.global_batch ",
+                          config.train.global_batch, ")"));
   }
   const double units =
       static_cast<double>(config.train.global_batch * spec.units_per_sample(config.model));

@@ -145,7 +145,8 @@ TEST_CASE("a GPT layer all-reduces 2 x b*s*h forward and 2 x b*s*h backward", "[
   CountingCommunicator tp(*world);
   GptOptions options = tiny(32, true);
   TpDropout dropout(1, tp.rank());
-  GptBlock block(options, tp, dropout);
+  CausalBias causal_bias;
+  GptBlock block(options, tp, dropout, causal_bias);
   const int64_t b = 2, s = 8, h = options.hidden;
   torch::Tensor x = torch::randn({b, s, h}).requires_grad_();
   const torch::Tensor y = block(x);

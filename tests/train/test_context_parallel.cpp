@@ -2,11 +2,11 @@
 // with cp 2 or 4 that fits this launch (mpiexec -n 2, 4, 8; dp <= 2), ring and all-to-all
 // attention, the GPT (learned positions) and the Llama (rotary positions, grouped-query
 // attention), trains 20 AdamW steps with clipping like one process: each step's loss and gradient
-// norm, and the final parameters; at pp 2 under 1F1B and ZB-H1 (the variants under ZB-H1). Also:
-// sequence parallelism and full recompute at tp 2, ZeRO-3 over dp x cp, a zero-bubble schedule, and
-// bf16 against one process in bf16. Tolerances as the composition test's (test_composition.cpp):
-// the ring merges its blocks by the online softmax, another order of fp32 sums than one softmax
-// over the row (~1e-7 relative).
+// norm, and the final parameters; at pp 2 under 1F1B and ZB-H1 (the variants under ZB-H1), and
+// GPipe, interleaved and ZB-V. Also: sequence parallelism and full recompute at tp 2, ZeRO-2 and
+// ZeRO-3 over dp x cp, and bf16 against one process in bf16. Tolerances as the composition test's
+// (test_composition.cpp): the ring merges its blocks by the online softmax, another order of fp32
+// sums than one softmax over the row (~1e-7 relative).
 #include <catch2/catch.hpp>
 
 #include "parallel/comm/mpi_communicator.h"
@@ -46,9 +46,11 @@ Result train(Trainer& trainer, const Config& c, int steps) {
 using Variant = std::function<Config(Config)>;
 
 // `family` at (tp, pp) with `variant` applied, against the same at one process (context 1).
+// `schedules`, when given, replace 1F1B / ZB-H1 at pp 2 (interleaved and ZB-V with 2 chunks per
+// rank), and the pp 1 layouts, which they do not change, are skipped.
 void check_context_layouts(Config (*family)(int, int, const std::string&, int), const char* name,
-                           const Variant& variant, Tolerance tol = {},
-                           bool both_schedules = false) {
+                           const Variant& variant, Tolerance tol = {}, bool both_schedules = false,
+                           const std::vector<std::string>& schedules = {}) {
   std::shared_ptr<Communicator> world = testing::test_world();
   const int n = world->size();
   const Config reference_config = variant(family(1, 1, "1f1b", 1));
@@ -77,7 +79,15 @@ void check_context_layouts(Config (*family)(int, int, const std::string&, int), 
         if (n % (cp * tp * pp) != 0 || n / (cp * tp * pp) > 2) continue;
         const int dp = n / (cp * tp * pp);
         std::vector<std::pair<std::string, ContextMode>> runs;
+        if (!schedules.empty()) {
+          if (pp == 1) continue;
+          for (const std::string& schedule : schedules) {
+            runs.emplace_back(schedule, ContextMode::kRing);
+            runs.emplace_back(schedule, ContextMode::kAllToAll);
+          }
+        }
         for (const char* schedule : {"1f1b", "zbh1"}) {
+          if (!schedules.empty()) break;
           if ((pp == 1 || !both_schedules) && schedule != std::string(pp > 1 ? "zbh1" : "1f1b")) {
             continue;
           }
@@ -85,7 +95,8 @@ void check_context_layouts(Config (*family)(int, int, const std::string&, int), 
           runs.emplace_back(schedule, ContextMode::kAllToAll);
         }
         for (const auto& [schedule, mode] : runs) {
-          Config config = variant(family(tp, pp, schedule, 1));
+          const bool two_chunks = schedule == "interleaved" || schedule == "zbv";
+          Config config = variant(family(tp, pp, schedule, two_chunks ? 2 : 1));
           config.parallel.context = cp;
           config.parallel.context_mode = mode;
           const int64_t kv = config.model.kv_heads > 0 ? config.model.kv_heads : config.model.heads;
@@ -163,6 +174,17 @@ TEST_CASE("context parallelism composes with sequence parallelism, recompute and
   check_context_layouts(testing::tiny_gpt_config, "gpt+zero3+selective", [](Config c) {
     c.ddp.shard = ShardLevel::kParameters;
     c.train.recompute = Recompute::kSelective;
+    return c;
+  });
+}
+
+TEST_CASE("context parallelism under the other schedules and ZeRO-2", "[mpi][cp_train]") {
+  // pp 2 with GPipe, interleaved (2 chunks per rank) and ZB-V (a V of 2 chunks).
+  check_context_layouts(testing::tiny_gpt_config, "gpt", as_is, {}, false,
+                        {"gpipe", "interleaved", "zbv"});
+  // ZeRO-2: every micro-batch's gradients reduce-scattered over dp x cp.
+  check_context_layouts(testing::tiny_gpt_config, "gpt+zero2", [](Config c) {
+    c.ddp.shard = ShardLevel::kGradients;
     return c;
   });
 }

@@ -33,8 +33,9 @@ void run_bench(int64_t b, int64_t s, int64_t h, int64_t heads, int64_t iters,
   options.layers = 1;
   options.seq_len = s;
   TpDropout dropout(1, tp.rank());
+  CausalBias causal_bias;
   torch::manual_seed(1);
-  TransformerBlock block(options, tp, dropout);
+  TransformerBlock block(options, tp, dropout, causal_bias);
   torch::manual_seed(2);
   const torch::Tensor x = torch::randn({b, s, h});
   const torch::Tensor probe = torch::randn({b, s, h});
