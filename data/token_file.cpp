@@ -84,14 +84,13 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
     if (bytes_per_token_ != 1 && bytes_per_token_ != 2 && bytes_per_token_ != 4) {
       throw Error(str(path, ": ", bytes_per_token_, " bytes per token (valid: 1, 2 or 4)"));
     }
-    // The count is checked against the bytes there before it is multiplied: a huge count would
-    // wrap the product round to the file's size (found by fuzz_token_file).
-    const size_t room =
-        (map_bytes_ - kTokenFileHeaderBytes) / static_cast<size_t>(bytes_per_token_);
-    if (count_ < 0 || static_cast<uint64_t>(count_) > room) {
+    // A count too large to multiply would wrap the product round, even to the file's own size
+    // (found by fuzz_token_file): refused before the size check below.
+    const uint64_t most =
+        (UINT64_MAX - kTokenFileHeaderBytes) / static_cast<uint64_t>(bytes_per_token_);
+    if (count_ < 0 || static_cast<uint64_t>(count_) > most) {
       throw Error(str(path, ": the header promises ", static_cast<uint64_t>(count_),
-                      " tokens but the file holds at most ", room,
-                      " (truncated, or not written by triax prepare-data)"));
+                      " tokens, more than any file holds (not written by triax prepare-data)"));
     }
     const size_t expected =
         kTokenFileHeaderBytes + static_cast<size_t>(count_) * static_cast<size_t>(bytes_per_token_);

@@ -62,6 +62,15 @@ TEST_CASE("a damaged token file names the file and the damage", "[token_file]") 
   std::filesystem::resize_file(path, kTokenFileHeaderBytes + 50);
   CHECK_THROWS_WITH(TokenFile(path), Contains("114 bytes but the header promises 164"));
 
+  // A count whose bytes wrap round 2^64 to the file's own size (fuzz_token_file found it): 2^62
+  // four-byte tokens.
+  const std::string wrapping = temp_path("wrapping.tok");
+  write_token_file(wrapping, {}, 128256);
+  for (int i = 16; i < 23; ++i) poke(wrapping, i, 0);
+  poke(wrapping, 23, 0x40);
+  CHECK_THROWS_WITH(TokenFile(wrapping),
+                    Contains(wrapping) && Contains("promises 4611686018427387904 tokens"));
+
   poke(path, 0, 'X');
   CHECK_THROWS_WITH(TokenFile(path), Contains("not a triax token file"));
   CHECK_THROWS_WITH(TokenFile(temp_path("missing.tok")), Contains("cannot open"));

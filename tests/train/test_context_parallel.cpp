@@ -148,7 +148,8 @@ void check_context_layouts(Config (*family)(int, int, const std::string&, int), 
       }
     }
   }
-  CHECK(layouts > 0);
+  // (cp 2 x pp 2 needs 4 ranks: the other schedules have no layout on 2.)
+  CHECK((layouts > 0 || (!schedules.empty() && n < 4)));
 }
 
 Config as_is(Config c) {
