@@ -3,6 +3,7 @@
 #include "core/strings.h"
 #include "models/gpt_hf.h"
 #include "models/transformer_flops.h"
+#include "models/transformer_kernels.h"
 #include "models/transformer_memory.h"
 #include "models/transformer_stages.h"
 
@@ -48,7 +49,8 @@ const ModelSpec& gpt_spec() {
                               transformer_model_keys<GptOptions>,
                               DataSource::kTokenFiles,
                               profile_terms,
-                              &gpt_hf()};
+                              &gpt_hf(),
+                              transformer_kernels<GptOptions>};
   return spec;
 }
 

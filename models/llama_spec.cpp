@@ -5,6 +5,7 @@
 #include "models/gpt_spec.h"
 #include "models/llama_hf.h"
 #include "models/transformer_flops.h"
+#include "models/transformer_kernels.h"
 #include "models/transformer_memory.h"
 #include "models/transformer_stages.h"
 
@@ -40,7 +41,8 @@ const ModelSpec& llama_spec() {
                               transformer_model_keys<LlamaOptions>,
                               DataSource::kTokenFiles,
                               profile_terms,
-                              &llama_hf()};
+                              &llama_hf(),
+                              transformer_kernels<LlamaOptions>};
   return spec;
 }
 

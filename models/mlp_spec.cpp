@@ -114,7 +114,8 @@ const ModelSpec& mlp_spec() {
                               keys,
                               DataSource::kFashionMnist,
                               profile_terms,
-                              /*hf=*/nullptr};
+                              /*hf=*/nullptr,
+                              /*kernels=*/nullptr};
   return spec;
 }
 

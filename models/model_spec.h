@@ -17,6 +17,7 @@
 //                   model is: resume refuses any difference)
 //   profile_terms   the sizes a calibrated profile's timings depend on (plan/profile.h's key)
 //   hf              its Hugging Face form (models/hf_family.h), or none
+//   kernels         its forward's matmuls and element-wise passes per rank (a device's roofline)
 // Batches are rows of samples: inputs and targets with the sample on dim 0, so a micro-batch is
 // a slice of both and a dp rank's share is a subset of rows.
 #pragma once
@@ -31,6 +32,7 @@
 
 #include "core/config.h"
 #include "models/hf_family.h"
+#include "models/kernel_work.h"
 #include "models/model_keys.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/dp/parameter_gate.h"
@@ -153,6 +155,9 @@ struct ModelSpec {
   std::string (*profile_terms)(const ModelConfig& model);
   /// Its Hugging Face form; null when it has none.
   const HfFamily* hf;
+  /// One micro-batch's forward kernel by kernel on a rank (models/kernel_work.h), for planning
+  /// a device not at hand; null: the planner uses flops_per_unit at the matmul rate.
+  StageKernels (*kernels)(const ModelConfig& model, const KernelShape& shape);
 };
 
 /// The spec of model.arch.

@@ -35,6 +35,8 @@ LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const 
   LayoutPlan plan;
   plan.profile_source = profile.source;
   plan.base_bytes = profile.base_bytes;
+  plan.peak_flops = profile.peak_flops;
+  plan.world = request.world;
   const PlanTopology topology{request.world, request.nodes};
   if (!profile.nominal && topology.per_node() != profile.ranks_per_node) {
     plan.notes.push_back(
@@ -65,10 +67,15 @@ LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const 
     PlanRow row{c, predict(runs[i], c, profile, topology), 0};
     if (request.memory_per_rank > 0 &&
         row.prediction.peak_bytes + profile.base_bytes > request.memory_per_rank) {
-      ++plan.too_big;
+      const double needs = row.prediction.peak_bytes + profile.base_bytes;
+      if (plan.too_big++ == 0 || needs < plan.smallest_too_big) plan.smallest_too_big = needs;
       continue;
     }
     row.tokens_per_second = units / row.prediction.step_seconds;
+    if (profile.peak_flops > 0) {
+      row.mfu = row.tokens_per_second * spec.flops_per_unit(config.model) /
+                (request.world * profile.peak_flops);
+    }
     plan.rows.push_back(row);
   }
   std::sort(plan.rows.begin(), plan.rows.end(), [](const PlanRow& a, const PlanRow& b) {
@@ -83,8 +90,10 @@ LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const 
   if (plan.rows.empty()) {
     throw ConfigError(
         str("no layout of ", config.model.layers, " layers on ", request.world, " ranks fits in ",
-            fixed(mib(request.memory_per_rank), 0), " MiB per rank (", plan.candidates,
-            " valid layouts, all too big; a rank's process holds ",
+            fixed(mib(request.memory_per_rank), 0), " MiB per rank",
+            request.memory_source.empty() ? "" : " (" + request.memory_source + ")", " (",
+            plan.candidates, " valid layouts, all too big, the smallest needing ",
+            fixed(mib(plan.smallest_too_big), 0), " MiB; a rank's process holds ",
             fixed(mib(profile.base_bytes), 0), " MiB besides its tensors",
             request.constraints.reason.empty() ? "" : "; ", request.constraints.reason,
             ") (valid: more memory per rank, more ranks, or a smaller "
@@ -98,17 +107,24 @@ std::string LayoutPlan::table(const Config& config, const PlanRequest& request, 
   std::string text = str(
       "plan for ", model_key(config), ", global batch ", config.train.global_batch, ", on ",
       request.world, " ranks (", request.nodes, " node", request.nodes > 1 ? "s" : "", "), memory ",
-      request.memory_per_rank > 0 ? fixed(mib(request.memory_per_rank), 0) + " MiB per rank"
-                                  : std::string("not limited"),
+      request.memory_per_rank > 0
+          ? fixed(mib(request.memory_per_rank), 0) + " MiB per rank" +
+                (request.memory_source.empty() ? "" : " (" + request.memory_source + ")")
+          : std::string("not limited (no --device or --memory-per-rank)"),
       "\nprofile: ", profile_source, "\n");
   for (const std::string& note : notes) text += "note: " + note + "\n";
   if (!request.constraints.reason.empty()) text += "kept: " + request.constraints.reason + "\n";
-  text += str(candidates, " valid layouts, ", too_big, " too big for the memory, ", rows.size(),
-              " ranked\n");
+  text += str(candidates, " valid layouts, ", too_big, " too big for the memory",
+              too_big > 0 ? str(" (the smallest needs ", fixed(mib(smallest_too_big), 0),
+                                " MiB with its process)")
+                          : std::string(),
+              ", ", rows.size(), " ranked\n");
+  const bool device = peak_flops > 0;
   char line[512];
-  std::snprintf(line, sizeof line, "%4s  %-42s %9s %10s %7s %7s %7s %7s %9s  %s\n", "rank",
-                "layout", "step ms", std::string(spec.unit_short).append("/s").c_str(), "compute",
-                "bubble", "comm", "optim", "peak MiB", "bound");
+  std::snprintf(line, sizeof line, "%4s  %-42s %9s %10s %7s %7s %7s %7s %7s %9s  %s\n", "rank",
+                "layout", "step ms",
+                std::string(spec.unit_short).append(device ? "/s/dev" : "/s").c_str(),
+                device ? "MFU" : "", "compute", "bubble", "comm", "optim", "peak MiB", "bound");
   text += line;
   const size_t shown =
       top > 0 ? std::min<size_t>(static_cast<size_t>(top), rows.size()) : rows.size();
@@ -122,18 +138,21 @@ std::string LayoutPlan::table(const Config& config, const PlanRequest& request, 
       bound += str(", memory ",
                    fixed(100 * (p.peak_bytes + base_bytes) / request.memory_per_rank, 0), "%");
     }
-    std::snprintf(line, sizeof line, "%4zu  %-42s %9.2f %10.0f %7.2f %7.2f %7.2f %7.2f %9.1f  %s\n",
-                  i + 1, row.candidate.describe().c_str(), p.step_seconds * ms,
-                  row.tokens_per_second, p.compute * ms, p.bubble * ms, p.communication() * ms,
-                  p.optimizer * ms, mib(p.peak_bytes), bound.c_str());
+    const std::string mfu = device ? fixed(100 * row.mfu, 1) + "%" : std::string();
+    std::snprintf(
+        line, sizeof line, "%4zu  %-42s %9.2f %10.0f %7s %7.2f %7.2f %7.2f %7.2f %9.1f  %s\n",
+        i + 1, row.candidate.describe().c_str(), p.step_seconds * ms,
+        row.tokens_per_second / (device ? world : 1), mfu.c_str(), p.compute * ms, p.bubble * ms,
+        p.communication() * ms, p.optimizer * ms, mib(p.peak_bytes), bound.c_str());
     text += line;
   }
   if (shown < rows.size()) text += str("  ... ", rows.size() - shown, " more (--top 0: all)\n");
   text +=
       "  (ms per step; compute: the busiest rank's forward and backward; bubble: pipeline "
-      "idle on it; comm: gradient sync and context exchanges; peak: tensor bytes of the fullest "
-      "rank; bound: the "
-      "largest part and, with a limit, the fullest rank's share of it, its process included)\n";
+      "idle on it; comm: exposed gradient sync, tp collectives beyond the layer times and "
+      "context exchanges; peak: tensor bytes of the fullest rank; bound: the largest part and, "
+      "with a limit, the fullest rank's share of it, its process included; MFU: the model's "
+      "FLOPs without recompute over the devices' peak; --explain ROW: one row's arithmetic)\n";
   return text;
 }
 
@@ -141,7 +160,8 @@ std::string LayoutPlan::recommendation(const std::string& config_path) const {
   const PlanRow& best = rows.front();
   std::string text = str("recommended: ", best.candidate.describe(), ", ",
                          fixed(best.prediction.step_seconds * 1e3, 2), " ms per step predicted (",
-                         best.prediction.bound(), "-bound)");
+                         best.prediction.bound(), "-bound",
+                         best.mfu > 0 ? str(", MFU ", fixed(100 * best.mfu, 1), "%") : "", ")");
   if (rows.size() > 1) {
     const PlanRow& second = rows[1];
     text += str(", ", fixed(second.prediction.step_seconds / best.prediction.step_seconds, 3),

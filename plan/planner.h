@@ -22,6 +22,8 @@ struct PlanRequest {
   int world = 1;
   int nodes = 1;
   double memory_per_rank = 0;  ///< bytes a rank may hold (process included); 0 = no limit
+  /// Where the limit comes from ("h100's 80 GiB"); "" = --memory-per-rank or none.
+  std::string memory_source;
   PlanConstraints constraints;
 };
 
@@ -29,14 +31,20 @@ struct PlanRow {
   Candidate candidate;
   Prediction prediction;
   double tokens_per_second = 0;  ///< the model's units (tokens, samples) per second
+  /// Model FLOPs utilisation: the model's FLOPs per unit (ModelSpec::flops_per_unit, recompute
+  /// not counted) at that rate over every rank's peak; 0 where the peak is unknown.
+  double mfu = 0;
 };
 
 struct LayoutPlan {
-  std::vector<PlanRow> rows;  ///< fitting, fastest first
-  int candidates = 0;         ///< valid candidates before the memory limit
-  int too_big = 0;            ///< dropped by the memory limit
+  std::vector<PlanRow> rows;    ///< fitting, fastest first
+  int candidates = 0;           ///< valid candidates before the memory limit
+  int too_big = 0;              ///< dropped by the memory limit
+  double smallest_too_big = 0;  ///< the least a dropped layout needs, process included
   std::string profile_source;
   double base_bytes = 0;  ///< the profile's process base, added to each row's peak for the limit
+  double peak_flops = 0;  ///< a rank's peak (device plans): MFU's denominator
+  int world = 1;
   std::vector<std::string> notes;  ///< what the prediction assumed (scaling, nominal links)
 
   /// The ranked table: the first `top` rows (0 = all), each with its reason.

@@ -228,10 +228,15 @@ RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double ac
   return m;
 }
 
-// The data-parallel gradient sync (and ZeRO-1's all-gather) of the largest stage's gradients.
-double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& profile,
+// The data-parallel gradient sync of the largest stage's gradients: its reductions, and the
+// parameters' all-gathers of the sharded levels.
+struct DpSync {
+  double reduce = 0;
+  double gather = 0;
+};
+DpSync dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& profile,
                        const PlanTopology& topology, double most_parameters) {
-  if (c.replicas() <= 1) return 0;
+  if (c.replicas() <= 1) return {};
   const double grad_bytes = most_parameters / 4 * MixedPrecision(plan.config).wire_bytes();
   // What an all-gather of the parameters moves: the working weights (bf16 under param_dtype).
   const double weight_bytes = most_parameters / 4 * MixedPrecision(plan.config).param_bytes();
@@ -266,12 +271,13 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
     for (size_t k = 0; k < dp_group.size(); k += static_cast<size_t>(s)) {
       across.push_back(dp_group[k]);
     }
-    return times * profile.link(Collective::kReduceScatter, s, inside).time(grad_bytes) +
-           profile.link(Collective::kAllReduce, c.dp / s, topology.link_of(across))
-               .time(grad_bytes / s) +
-           gathers * profile.link(Collective::kAllGather, s, inside).time(weight_bytes);
+    return {times * profile.link(Collective::kReduceScatter, s, inside).time(grad_bytes) +
+                profile.link(Collective::kAllReduce, c.dp / s, topology.link_of(across))
+                    .time(grad_bytes / s),
+            gathers * profile.link(Collective::kAllGather, s, inside).time(weight_bytes)};
   }
-  double seconds = 0;
+  DpSync out;
+  double& seconds = out.reduce;
   if (c.sharded()) {
     // The node-aware communicator forwards a reduce-scatter to the flat group: no hierarchy.
     seconds = times * profile.link(Collective::kReduceScatter, replicas, link).time(grad_bytes);
@@ -285,9 +291,9 @@ double dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
     seconds = profile.link(Collective::kAllReduce, replicas, link).time(grad_bytes);
   }
   if (c.sharded()) {  // parameters gathered back after the sharded update (ZeRO-3: per use)
-    seconds += gathers * profile.link(Collective::kAllGather, replicas, link).time(weight_bytes);
+    out.gather = gathers * profile.link(Collective::kAllGather, replicas, link).time(weight_bytes);
   }
-  return seconds;
+  return out;
 }
 
 // Per layer and micro-batch: 2 all-reduces of [b, s, h] forward and 2 backward (with sequence
@@ -304,7 +310,9 @@ double tp_cross_seconds(const RunPlan& plan, const Candidate& c, const Profile& 
       (profile.nominal ? 0.0
                        : profile.link(Collective::kAllReduce, c.tp, LinkClass::kNode).time(bytes));
   const double layers = static_cast<double>(plan.config.model.layers) / plan.schedule.stages;
-  return 4 * std::max(0.0, per) * layers * static_cast<double>(c.microbatches);
+  // Full recompute replays the forward's two.
+  const double collectives = plan.config.train.recompute == Recompute::kFull ? 6 : 4;
+  return collectives * std::max(0.0, per) * layers * static_cast<double>(c.microbatches);
 }
 
 }  // namespace
@@ -315,6 +323,8 @@ Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profi
   Prediction out;
   double activation_bytes = 4;
   for (int64_t d : plan.activation_shape) activation_bytes *= static_cast<double>(d);
+  // What the messages carry (memory's formulas count fp32 activations).
+  const double message_bytes = activation_bytes / 4 * profile.message_element_bytes;
 
   const CoreShare share = core_share(profile, topology);
   ComputeTiming t =
@@ -332,8 +342,9 @@ Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profi
   }
   const ComputeTiming whole = t;  // one process's layer: the ring's exchanges hide behind it
   scale_for_context(t, c, config.model, profile.op_seconds);
-  const SimulationResult sim = simulate_pipeline(plan, stage_costs(plan, t, share.scale),
-                                                 activation_bytes, profile, topology, share);
+  const std::vector<ChunkCost> costs = stage_costs(plan, t, share.scale);
+  const SimulationResult sim =
+      simulate_pipeline(plan, costs, message_bytes, profile, topology, share);
   out.compute = *std::max_element(sim.busy.begin(), sim.busy.end());
   out.bubble = sim.makespan - out.compute;
   out.bubble_fraction = sim.bubble_fraction;
@@ -347,8 +358,25 @@ Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profi
     out.memory.push_back(m);
   }
 
-  out.dp_comm = dp_sync_seconds(plan, c, profile, topology, most_parameters);
-  out.tp_cross = tp_cross_seconds(plan, c, profile, topology, activation_bytes);
+  const DpSync sync = dp_sync_seconds(plan, c, profile, topology, most_parameters);
+  out.dp_comm = sync.reduce + sync.gather;
+  if (profile.overlaps_grad_sync && sync.reduce > 0) {
+    // Buckets are reduced while backward goes on: during the last micro-batch's backward
+    // (ZeRO-2 and -3: during every one's); what outlasts it, and at least the last bucket,
+    // shows. The gathers follow the update.
+    std::vector<double> backward(plan.schedule.stages, 0.0);
+    for (int s = 0; s < plan.schedule.total_stages(); ++s) {
+      backward[plan.schedule.rank_of(s)] += costs[s].backward;
+    }
+    const bool every = c.shard == ShardLevel::kGradients || c.shard == ShardLevel::kParameters;
+    const double window = *std::min_element(backward.begin(), backward.end()) *
+                          (every ? static_cast<double>(c.microbatches) : 1.0);
+    const double grad_bytes = most_parameters / 4 * MixedPrecision(config).wire_bytes();
+    const double bucket = config.ddp.bucket_mb * 1024 * 1024;
+    const double last = sync.reduce * std::min(1.0, bucket / std::max(1.0, grad_bytes));
+    out.dp_comm = std::max(last, sync.reduce - window) + sync.gather;
+  }
+  out.tp_cross = tp_cross_seconds(plan, c, profile, topology, message_bytes);
   ComputeTiming scaled = whole;
   scaled.layer.forward *= share.scale, scaled.layer.backward *= share.scale;
   out.cp_comm = cp_exchange_seconds(plan, c, profile, topology, scaled);

@@ -34,21 +34,20 @@ const char* link_name(LinkClass link) {
   return link == LinkClass::kNode ? "node" : "net";
 }
 
-namespace {
-
-constexpr Collective kCollectives[] = {Collective::kAllReduce, Collective::kAllGather,
-                                       Collective::kReduceScatter, Collective::kSendRecv};
-
-// Ring steps of a collective over n ranks, and the share of the buffer each step moves: what
-// scales a fit measured at one group size to another (all-reduce 2(n-1) steps of 1/n).
 double ring_steps(Collective op, int n) {
   if (op == Collective::kSendRecv) return 1;
   return (op == Collective::kAllReduce ? 2.0 : 1.0) * (n - 1);
 }
+
 double ring_bytes(Collective op, int n) {
   if (op == Collective::kSendRecv) return 1;
   return ring_steps(op, n) / n;
 }
+
+namespace {
+
+constexpr Collective kCollectives[] = {Collective::kAllReduce, Collective::kAllGather,
+                                       Collective::kReduceScatter, Collective::kSendRecv};
 
 PassTime scaled(const PassTime& t, double f) {
   return {t.forward * f, t.backward * f};
@@ -61,6 +60,7 @@ PassTime mix(const PassTime& a, const PassTime& b, double w) {  // (1-w) a + w b
 
 ComputeTiming Profile::timing(int tp, int64_t micro_batch, Recompute recompute,
                               bool sequence) const {
+  if (analytic) return analytic(tp, micro_batch, recompute, sequence);
   const bool sp = sequence && tp > 1;
   // The measured tp nearest (in log2) to the one asked for, among rows of this mode.
   int best_tp = -1;

@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ enum class LinkClass { kNode, kNet };  ///< inside a node; across nodes
 
 const char* collective_name(Collective op);  ///< "all_reduce", ..., "send_recv"
 const char* link_name(LinkClass link);       ///< "node", "net"
+/// Ring steps of a collective over n ranks, and the share of the buffer each rank sends: what
+/// scales a fit measured at one group size to another (all-reduce 2(n-1) steps of 1/n each).
+double ring_steps(Collective op, int n);
+double ring_bytes(Collective op, int n);
 
 /// Seconds of one micro-batch, forward and backward.
 struct PassTime {
@@ -85,6 +90,19 @@ struct Profile {
   bool nominal = false;
   std::vector<ComputeTiming> compute;
   std::vector<LinkFit> links;
+
+  // Planning a device not at hand (plan/device_compute.h); empty or zero otherwise.
+  std::string device;  ///< its name
+  /// Timings computed for whatever shape is asked (the model's kernels on the device's roofline)
+  /// rather than read from `compute`.
+  std::function<ComputeTiming(int tp, int64_t micro_batch, Recompute recompute, bool sequence)>
+      analytic;
+  double peak_flops = 0;  ///< a rank's matmul peak in the run's precision: MFU's denominator
+  /// Gradient buckets are reduced while backward still runs (NCCL on its own stream); on a CPU
+  /// the sums take the cores backward uses, so they are counted after it.
+  bool overlaps_grad_sync = false;
+  /// Bytes of an activation's element in messages (tp collectives, pipeline sends).
+  double message_element_bytes = 4;
 
   /// The timing of that shape: measured, interpolated (linear in the micro-batch between
   /// measured ones, proportional beyond them) or, for a tp not measured, scaled from the

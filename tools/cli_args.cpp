@@ -102,7 +102,10 @@ const std::vector<CliOption>& cli_options() {
       {"--prompt-ids", true, [](A& a, S, S v) { a.prompt_ids = v; }},
       {"--tokens", true, [](A& a, S o, S v) { a.tokens = parse_size(o, v); }},
       {"--ids", false, [](A& a, S, S) { a.print_ids = true; }},
-      {"--nodes", true, [](A& a, S o, S v) { a.nodes = parse_size(o, v); }},
+      {"--nodes", true, [](A& a, S o, S v) { a.nodes = parse_size(o, v), a.nodes_given = true; }},
+      {"--device", true, [](A& a, S, S v) { a.device = v; }},
+      {"--gpus-per-node", true, [](A& a, S o, S v) { a.gpus_per_node = parse_size(o, v); }},
+      {"--explain", true, [](A& a, S o, S v) { a.explain = parse_size(o, v); }},
       {"--profile", true, [](A& a, S, S v) { a.profile = v; }},
       {"--memory-per-rank", true, [](A& a, S o, S v) { a.memory_per_rank = parse_bytes(o, v); }},
       {"--top", true, [](A& a, S o, S v) { a.top = parse_count_or_zero(o, v); }},
@@ -266,10 +269,14 @@ const std::vector<CliCommand>& cli_commands() {
        true, needs_config},
       {"plan",
        "  plan CONFIG --world N [--nodes K] [--memory-per-rank BYTES] [--profile FILE]\n"
-       "       [--top N] [--csv] [--rank R [--groups]]\n"
+       "       [--device NAME|FILE [--gpus-per-node G]] [--top N] [--csv] [--explain ROW]\n"
+       "       [--rank R [--groups]]\n"
        "                                        every valid layout ranked by predicted step\n"
-       "                                        time and memory; --rank R: a dry run of one\n"
-       "                                        rank of the configured layout\n",
+       "                                        time and memory; --device: for a GPU cluster\n"
+       "                                        (a100-40gb, a100-80gb, h100, h200, b200, or a\n"
+       "                                        device file); --explain ROW: the arithmetic of\n"
+       "                                        one row; --rank R: a dry run of one rank of the\n"
+       "                                        configured layout\n",
        true, check_plan},
       {"version", "  version                               print the version\n", false, nothing},
       {"help", "  help                                  print this help\n", false, nothing},

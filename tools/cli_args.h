@@ -41,6 +41,10 @@ struct CliArgs {
   int tokens = 50;                 ///< --tokens N (generate): tokens to add
   bool print_ids = false;          ///< --ids (generate): print the ids too
   int nodes = 1;                   ///< --nodes K (plan): ranks in K equal consecutive blocks
+  bool nodes_given = false;        ///< --nodes was given (else --device's nodes decide)
+  std::string device;              ///< --device NAME|FILE (plan): a GPU to plan for
+  int gpus_per_node = 0;           ///< --gpus-per-node G (plan --device): 0 = the device's
+  int explain = 0;                 ///< --explain ROW (plan): one row's arithmetic; 0 = none
   std::string profile;             ///< --profile FILE (plan): a `triax calibrate` profile
   double memory_per_rank = 0;      ///< --memory-per-rank BYTES (plan): 0 = no limit
   int top = 10;                    ///< --top N (plan): rows shown; 0 = all
