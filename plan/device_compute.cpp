@@ -68,6 +68,7 @@ Profile device_profile(const Config& config, const GpuModel& device) {
   p.peak_flops = bf16 ? device.bf16_flops : device.fp32_flops;
   p.message_element_bytes = element;
   p.overlaps_grad_sync = true;
+  p.net_rails = device.gpus_per_node;  // a NIC per GPU (DGX/HGX)
   p.base_bytes = device.reserve();
   p.optimizer_per_parameter = 32 / (device.memory_bandwidth * device.memory_efficiency);
   p.op_seconds = device.launch_seconds;

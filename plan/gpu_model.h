@@ -37,9 +37,9 @@ struct GpuModel {
   /// The roofline's constants (fitted, see above): the share of the matmul peak a large matmul
   /// reaches, of the memory bandwidth an element-wise pass reaches, of a link's bandwidth a
   /// collective reaches, and one kernel's launch and tail.
-  double matmul_efficiency = 0.7;
-  double memory_efficiency = 0.8;
-  double link_efficiency = 0.8;
+  double matmul_efficiency = 0.75;
+  double memory_efficiency = 0.7;
+  double link_efficiency = 0.6;
   double launch_seconds = 5e-6;
 
   double reserve() const;

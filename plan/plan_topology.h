@@ -5,6 +5,7 @@
 // ParallelContext asks of the job's real one (which groups span nodes, with what share).
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct PlanTopology {
   PlanTopology(int world, int node_count) : nodes(keys(world, node_count)) {}
 
   int per_node() const { return static_cast<int>(nodes.ranks_on(0).size()); }
+  /// The ranks of `group` on each node it touches (1 where the shares differ).
+  int share(const std::vector<int>& group) const {
+    return std::max(1, nodes.even_share(group));
+  }
   /// kNet when `group` touches more than one node.
   LinkClass link_of(const std::vector<int>& group) const {
     return nodes.spans_nodes(group) ? LinkClass::kNet : LinkClass::kNode;

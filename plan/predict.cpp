@@ -245,6 +245,7 @@ DpSync dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
       c.cp > 1 ? plan.layout.replica_groups().front() : plan.layout.group_of(Axis::kDp, 0);
   const int replicas = c.replicas();
   const LinkClass link = topology.link_of(dp_group);
+  const int share = topology.share(dp_group);
   const int local = std::min(replicas, topology.per_node());
   // ZeRO-2 and -3 reduce-scatter every micro-batch's gradients (ZeRO-1 the step's sum once).
   const bool per_microbatch =
@@ -271,16 +272,21 @@ DpSync dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
     for (size_t k = 0; k < dp_group.size(); k += static_cast<size_t>(s)) {
       across.push_back(dp_group[k]);
     }
-    return {times * profile.link(Collective::kReduceScatter, s, inside).time(grad_bytes) +
-                profile.link(Collective::kAllReduce, c.dp / s, topology.link_of(across))
+    const std::vector<int> group(dp_group.begin(), dp_group.begin() + s);
+    const int share = topology.share(group);
+    return {times * profile.link(Collective::kReduceScatter, s, inside, share).time(grad_bytes) +
+                profile
+                    .link(Collective::kAllReduce, c.dp / s, topology.link_of(across),
+                          topology.share(across))
                     .time(grad_bytes / s),
-            gathers * profile.link(Collective::kAllGather, s, inside).time(weight_bytes)};
+            gathers * profile.link(Collective::kAllGather, s, inside, share).time(weight_bytes)};
   }
   DpSync out;
   double& seconds = out.reduce;
   if (c.sharded()) {
     // The node-aware communicator forwards a reduce-scatter to the flat group: no hierarchy.
-    seconds = times * profile.link(Collective::kReduceScatter, replicas, link).time(grad_bytes);
+    seconds =
+        times * profile.link(Collective::kReduceScatter, replicas, link, share).time(grad_bytes);
   } else if (c.hierarchical == Hierarchical::kTrue && link == LinkClass::kNet && local > 1) {
     const int across = replicas / local;
     seconds =
@@ -288,10 +294,11 @@ DpSync dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
         profile.link(Collective::kAllReduce, across, LinkClass::kNet).time(grad_bytes / local) +
         profile.link(Collective::kAllGather, local, LinkClass::kNode).time(grad_bytes);
   } else {
-    seconds = profile.link(Collective::kAllReduce, replicas, link).time(grad_bytes);
+    seconds = profile.link(Collective::kAllReduce, replicas, link, share).time(grad_bytes);
   }
   if (c.sharded()) {  // parameters gathered back after the sharded update (ZeRO-3: per use)
-    out.gather = gathers * profile.link(Collective::kAllGather, replicas, link).time(weight_bytes);
+    out.gather =
+        gathers * profile.link(Collective::kAllGather, replicas, link, share).time(weight_bytes);
   }
   return out;
 }
@@ -303,10 +310,11 @@ DpSync dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
 double tp_cross_seconds(const RunPlan& plan, const Candidate& c, const Profile& profile,
                         const PlanTopology& topology, double activation_bytes) {
   if (c.tp <= 1) return 0;
-  const LinkClass link = topology.link_of(plan.layout.group_of(Axis::kTp, 0));
+  const std::vector<int> group = plan.layout.group_of(Axis::kTp, 0);
+  const LinkClass link = topology.link_of(group);
   const double bytes = activation_bytes * (plan.sequence_parallel ? c.tp : 1);
   const double per =
-      profile.link(Collective::kAllReduce, c.tp, link).time(bytes) -
+      profile.link(Collective::kAllReduce, c.tp, link, topology.share(group)).time(bytes) -
       (profile.nominal ? 0.0
                        : profile.link(Collective::kAllReduce, c.tp, LinkClass::kNode).time(bytes));
   const double layers = static_cast<double>(plan.config.model.layers) / plan.schedule.stages;

@@ -72,12 +72,14 @@ double cp_exchange_seconds(const RunPlan& plan, const Candidate& c, const Profil
   const double head_dim = static_cast<double>(m.hidden / m.heads);
   const double kv_heads = static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads) / c.tp;
   const double heads = static_cast<double>(m.heads) / c.tp;
-  const LinkClass link = topology.link_of(plan.layout.group_of(Axis::kCp, 0));
+  const std::vector<int> group = plan.layout.group_of(Axis::kCp, 0);
+  const LinkClass link = topology.link_of(group);
   // Recompute runs attention's forward, and its exchanges, again in backward.
   const double reruns = c.recompute == Recompute::kNone ? 0 : 1;
   double per_layer = 0;
   if (c.context_mode == ContextMode::kRing) {
-    const double block = 2 * b * kv_heads * local_s * head_dim * 4;  // k and v
+    const double e = profile.message_element_bytes;
+    const double block = 2 * b * kv_heads * local_s * head_dim * e;  // k and v
     const double x = profile.link(Collective::kSendRecv, 2, link).time(block);
     const double f = attention_share(m);
     const double share = f * (2 * cp + 1) / (4 * cp * cp);  // attention's part of the layer
@@ -89,8 +91,9 @@ double cp_exchange_seconds(const RunPlan& plan, const Candidate& c, const Profil
     per_layer = (1 + reruns) * forward + (cp - 1) * std::max(0.0, 2 * x - backward_step) + x +
                 (2 * cp - 1) * profile.sync_seconds;
   } else {
-    const double q = b * heads * local_s * head_dim * 4, kv = b * kv_heads * local_s * head_dim * 4;
-    const LinkFit fit = profile.link(Collective::kAllGather, c.cp, link);
+    const double e = profile.message_element_bytes;
+    const double q = b * heads * local_s * head_dim * e, kv = b * kv_heads * local_s * head_dim * e;
+    const LinkFit fit = profile.link(Collective::kAllGather, c.cp, link, topology.share(group));
     const double one_way = 2 * fit.time(q) + 2 * fit.time(kv) + 4 * profile.sync_seconds;
     per_layer = (2 + reruns) * one_way;
   }

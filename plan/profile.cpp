@@ -126,8 +126,14 @@ bool Profile::has_link(LinkClass link) const {
   return std::any_of(links.begin(), links.end(), [&](const LinkFit& f) { return f.link == link; });
 }
 
-LinkFit Profile::link(Collective op, int group, LinkClass link_class) const {
+LinkFit Profile::link(Collective op, int group, LinkClass link_class, int per_node) const {
   if (group <= 1) return LinkFit{op, group, link_class, 0, 0};
+  const int rails = std::min(per_node, net_rails);
+  if (link_class == LinkClass::kNet && rails > 1) {
+    LinkFit out = link(op, group, link_class);
+    out.beta = std::max(out.beta / rails, link(op, group, LinkClass::kNode).beta);
+    return out;
+  }
   const LinkClass use = has_link(link_class) ? link_class : LinkClass::kNode;
   const LinkFit* best = nullptr;
   double best_distance = std::numeric_limits<double>::infinity();

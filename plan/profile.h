@@ -103,6 +103,9 @@ struct Profile {
   bool overlaps_grad_sync = false;
   /// Bytes of an activation's element in messages (tp collectives, pipeline sends).
   double message_element_bytes = 4;
+  /// Network links of a node a collective can spread over (a GPU node has a NIC per GPU:
+  /// NCCL runs a ring channel through each); 1 where calibrated (one rank per node measured).
+  int net_rails = 1;
 
   /// The timing of that shape: measured, interpolated (linear in the micro-batch between
   /// measured ones, proportional beyond them) or, for a tp not measured, scaled from the
@@ -112,7 +115,9 @@ struct Profile {
   /// The fit for `op` over `group` ranks on `link`: the measured group size nearest in
   /// log-size (α and β scaled by the ring algorithm's step counts when it differs), or the
   /// inside-node fit with nominal network figures when `link` was not measured.
-  LinkFit link(Collective op, int group, LinkClass link) const;
+  /// `per_node`: the group's ranks on each node it spans. Across nodes, their traffic spreads
+  /// over min(per_node, net_rails) of a node's network links, at most as fast as the node's own.
+  LinkFit link(Collective op, int group, LinkClass link, int per_node = 1) const;
   bool has_link(LinkClass link) const;
 
   std::string to_yaml() const;

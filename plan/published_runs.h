@@ -1,5 +1,6 @@
 // defines: triax::PublishedRun, triax::megatron_table1, triax::published_run_config,
-//          triax::RunCheck, triax::check_published_run
+//          triax::RunCheck, triax::check_published_run, triax::PublishedComparison,
+//          triax::megatron_comparisons
 //
 // Training runs whose configuration and throughput are published, as the planner's check against
 // the outside world (docs/plan.md, "Checked against published runs"): Megatron-LM's Table 1
@@ -13,6 +14,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "core/config.h"
@@ -46,5 +49,16 @@ struct RunCheck {
 
 /// The planner's prediction of the run's layout on `device` (nodes of 8).
 RunCheck check_published_run(const PublishedRun& run, const GpuModel& device);
+
+/// One of the paper's layout comparisons (its figures 12-15, run by examples/sc21/
+/// run_figure_*.sh): the runs compared, what the paper found, and whether predicted per-GPU
+/// TFLOP/s (one per run, in order) say the same.
+struct PublishedComparison {
+  const char* figure;  ///< "Figure 13"
+  std::string claim;   ///< the paper's finding, in words
+  std::vector<PublishedRun> runs;
+  std::function<bool(const std::vector<double>& tflops)> holds;
+};
+const std::vector<PublishedComparison>& megatron_comparisons();
 
 }  // namespace triax
