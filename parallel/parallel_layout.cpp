@@ -178,10 +178,17 @@ RankGroups ParallelLayout::groups(Axis axis) const {
 }
 
 std::vector<int> ParallelLayout::group_of(Axis axis, int rank) const {
-  for (const auto& group : groups(axis)) {
-    if (std::find(group.begin(), group.end(), rank) != group.end()) return group;
-  }
-  throw Error(str("rank ", rank, " is in no ", axis_name(axis), " group"));
+  // The ranks whose coordinates are rank's but along `axis`: ascending, since a coordinate's
+  // stride is positive (the planner asks this for every candidate; groups() is O(world)).
+  RankCoord c = coord_of(rank);
+  int& along = axis == Axis::kDp   ? c.dp
+               : axis == Axis::kTp ? c.tp
+               : axis == Axis::kPp ? c.pp
+                                   : c.cp;
+  std::vector<int> group;
+  group.reserve(static_cast<size_t>(size(axis)));
+  for (along = 0; along < size(axis); ++along) group.push_back(rank_of(c));
+  return group;
 }
 
 RankGroups ParallelLayout::model_parallel_groups() const {

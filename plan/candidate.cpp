@@ -106,13 +106,14 @@ bool replicas_span_nodes(const ParallelLayout& layout, const PlanTopology& topol
 
 }  // namespace
 
-std::vector<Candidate> enumerate_candidates(const Config& config, int world, int nodes,
-                                            const PlanConstraints& constraints,
-                                            std::vector<RunPlan>* plans) {
+std::vector<Candidate> enumerate_candidates(
+    const Config& config, int world, int nodes, const PlanConstraints& constraints,
+    const std::function<void(const Candidate&, const RunPlan&)>& each) {
   const PlanTopology topology(world, nodes);
   const ModelSpec& spec = model_spec(config.model.arch);
   const bool pipelined = spec.pipelined;
   std::vector<Candidate> out;
+  ScheduleCache schedules;  // the layouts share a few schedules
   for (int tp : divisors(world)) {
     if (constraints.tp > 0 && tp != constraints.tp) continue;
     if (!pipelined && tp > 1) continue;
@@ -124,6 +125,18 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
         const int cp = context.cp;
         const int dp = world / (tp * pp * cp);
         if (config.train.global_batch % dp != 0) continue;
+        // The family's layout rules (heads over tp, context parallelism's) depend on tp, pp, cp
+        // and its mode: what they refuse is skipped here whole, not refused candidate by
+        // candidate by plan_run (an exception each: most of a large plan's time otherwise).
+        Config probe = config;
+        probe.parallel.tensor = tp, probe.parallel.pipeline = pp;
+        probe.parallel.context = cp, probe.parallel.context_mode = context.mode;
+        probe.parallel.sequence = false;
+        try {
+          spec.check_layout(probe);
+        } catch (const ConfigError&) {
+          continue;
+        }
         const ParallelLayout layout =
             ParallelLayout::create(world, tp, pp, config.parallel.order, cp);
         const int64_t per_dp = config.train.global_batch / dp;
@@ -142,7 +155,7 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
           for (int v = 2; v <= 8 && pp * v <= config.model.layers; v *= 2) {
             shapes.push_back({ScheduleKind::kInterleaved, v});
           }
-          shapes.push_back({ScheduleKind::kZbv, 2});
+          if (2 * pp <= config.model.layers) shapes.push_back({ScheduleKind::kZbv, 2});
         }
         std::vector<Hierarchical> hier = {Hierarchical::kAuto};
         // Under cp the gradients are reduced over dp x cp, which the node-aware model does not
@@ -157,6 +170,8 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
             continue;
           }
           for (int b : divisors(per_dp)) {
+            // The interleaved schedule's rule (schedules/schedule.h), skipped likewise.
+            if (shape.kind == ScheduleKind::kInterleaved && (per_dp / b) % pp != 0) continue;
             for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
               if (!pipelined && r != Recompute::kNone) continue;
               for (ShardLevel level : {ShardLevel::kNone, ShardLevel::kOptimizer,
@@ -189,8 +204,9 @@ std::vector<Candidate> enumerate_candidates(const Config& config, int world, int
                     const int group = static_cast<int>(config.optimizer.shard_group);
                     if (zero && group > 0 && cp == 1 && dp % group == 0) c.shard_group = group;
                     try {
-                      RunPlan plan = plan_run(c.applied(config), world, DataCheck::kSkip);
-                      if (plans) plans->push_back(std::move(plan));
+                      const RunPlan plan =
+                          plan_run(c.applied(config), world, DataCheck::kSkip, &schedules);
+                      if (each) each(c, plan);
                     } catch (const ConfigError&) {
                       continue;  // a rule of the run refuses it (heads % tp, m % p, ...)
                     }

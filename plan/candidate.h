@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,9 +63,10 @@ struct PlanConstraints {
 };
 
 /// Every valid candidate for `world` ranks on `nodes` nodes (ranks in equal consecutive blocks);
-/// with `plans`, also each candidate's RunPlan, in the same order (checking made them).
-std::vector<Candidate> enumerate_candidates(const Config& config, int world, int nodes,
-                                            const PlanConstraints& constraints = {},
-                                            std::vector<RunPlan>* plans = nullptr);
+/// `each` sees every candidate with its RunPlan (checking made it) as it is found: a plan of
+/// thousands predicts them one by one rather than keeping every RunPlan.
+std::vector<Candidate> enumerate_candidates(
+    const Config& config, int world, int nodes, const PlanConstraints& constraints = {},
+    const std::function<void(const Candidate&, const RunPlan&)>& each = nullptr);
 
 }  // namespace triax

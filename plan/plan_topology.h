@@ -24,9 +24,7 @@ struct PlanTopology {
 
   int per_node() const { return static_cast<int>(nodes.ranks_on(0).size()); }
   /// The ranks of `group` on each node it touches (1 where the shares differ).
-  int share(const std::vector<int>& group) const {
-    return std::max(1, nodes.even_share(group));
-  }
+  int share(const std::vector<int>& group) const { return std::max(1, nodes.even_share(group)); }
   /// kNet when `group` touches more than one node.
   LinkClass link_of(const std::vector<int>& group) const {
     return nodes.spans_nodes(group) ? LinkClass::kNet : LinkClass::kNode;

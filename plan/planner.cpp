@@ -47,29 +47,17 @@ LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const 
     plan.notes.push_back(
         "links across nodes not calibrated: nominal 50 us + 1 GB/s (calibrate on two nodes)");
   }
-  std::vector<RunPlan> runs;
-  const std::vector<Candidate> candidates =
-      enumerate_candidates(config, request.world, request.nodes, request.constraints, &runs);
-  plan.candidates = static_cast<int>(candidates.size());
-  if (candidates.empty()) {
-    throw ConfigError(str("no layout of ", request.world, " ranks",
-                          request.constraints.reason.empty()
-                              ? " is valid for this model and global batch"
-                              : " keeps " + request.constraints.reason,
-                          " (valid: a world size that cp x tp x pp divides and whose dp divides "
-                          "train.global_batch ",
-                          config.train.global_batch, ")"));
-  }
   const double units =
       static_cast<double>(config.train.global_batch * spec.units_per_sample(config.model));
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const Candidate& c = candidates[i];
-    PlanRow row{c, predict(runs[i], c, profile, topology), 0};
+  PredictCache cache;
+  // Each candidate predicted as it is found (its RunPlan is not kept).
+  const auto predict_one = [&](const Candidate& c, const RunPlan& run) {
+    PlanRow row{c, predict(run, c, profile, topology, &cache), 0};
     if (request.memory_per_rank > 0 &&
         row.prediction.peak_bytes + profile.base_bytes > request.memory_per_rank) {
       const double needs = row.prediction.peak_bytes + profile.base_bytes;
       if (plan.too_big++ == 0 || needs < plan.smallest_too_big) plan.smallest_too_big = needs;
-      continue;
+      return;
     }
     row.tokens_per_second = units / row.prediction.step_seconds;
     if (profile.peak_flops > 0) {
@@ -77,6 +65,18 @@ LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const 
                 (request.world * profile.peak_flops);
     }
     plan.rows.push_back(row);
+  };
+  plan.candidates = static_cast<int>(
+      enumerate_candidates(config, request.world, request.nodes, request.constraints, predict_one)
+          .size());
+  if (plan.candidates == 0) {
+    throw ConfigError(str("no layout of ", request.world, " ranks",
+                          request.constraints.reason.empty()
+                              ? " is valid for this model and global batch"
+                              : " keeps " + request.constraints.reason,
+                          " (valid: a world size that cp x tp x pp divides and whose dp divides "
+                          "train.global_batch ",
+                          config.train.global_batch, ")"));
   }
   std::sort(plan.rows.begin(), plan.rows.end(), [](const PlanRow& a, const PlanRow& b) {
     if (a.prediction.step_seconds != b.prediction.step_seconds) {

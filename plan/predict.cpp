@@ -67,11 +67,29 @@ std::vector<ChunkCost> stage_costs(const RunPlan& plan, const ComputeTiming& t, 
   return stage_cost;
 }
 
+// The schedule simulated with those costs: shared cores where the node is oversubscribed.
+SimulationResult simulate_with(const Schedule& schedule, const SimulationCosts& costs,
+                               const Profile& profile, const PlanTopology& topology,
+                               const CoreShare& share) {
+  const int p = schedule.stages;
+  if (!share.shared) return simulate(schedule, costs);
+  // Every dp x tp replica of the pipeline runs the same schedule at once: k pipeline ranks
+  // computing are k x replicas ranks on the node's cores, and the p - k waiting still take
+  // wait_share of a core each (they poll for their message).
+  const double replicas = std::max(1.0, static_cast<double>(topology.per_node()) / p);
+  const double cores = profile.cores_per_node;
+  const double waiting = profile.wait_share;
+  return simulate_shared(schedule, costs, [&](int k) {
+    return std::min(1.0, cores / ((k + waiting * (p - k)) * replicas));
+  });
+}
+
 // The schedule run with each rank's mean chunk costs and the messages' time on the pipeline's
 // link.
 SimulationResult simulate_pipeline(const RunPlan& plan, const std::vector<ChunkCost>& stage_cost,
                                    double activation_bytes, const Profile& profile,
-                                   const PlanTopology& topology, const CoreShare& share) {
+                                   const PlanTopology& topology, const CoreShare& share,
+                                   PredictCache* cache) {
   const Schedule& schedule = plan.schedule;
   const int p = schedule.stages;
   SimulationCosts costs;
@@ -92,16 +110,20 @@ SimulationResult simulate_pipeline(const RunPlan& plan, const std::vector<ChunkC
     costs.transfer =
         profile.link(Collective::kSendRecv, 2, topology.link_of(pp_group)).time(activation_bytes);
   }
-  if (!share.shared) return simulate(schedule, costs);
-  // Every dp x tp replica of the pipeline runs the same schedule at once: k pipeline ranks
-  // computing are k x replicas ranks on the node's cores, and the p - k waiting still take
-  // wait_share of a core each (they poll for their message).
-  const double replicas = std::max(1.0, static_cast<double>(topology.per_node()) / p);
-  const double cores = profile.cores_per_node;
-  const double waiting = profile.wait_share;
-  return simulate_shared(schedule, costs, [&](int k) {
-    return std::min(1.0, cores / ((k + waiting * (p - k)) * replicas));
-  });
+  std::vector<double> inputs = {static_cast<double>(p), static_cast<double>(schedule.microbatches),
+                                static_cast<double>(schedule.chunks), share.shared ? 1.0 : 0.0,
+                                costs.transfer};
+  for (const auto& k : costs.per_rank) inputs.insert(inputs.end(), k.begin(), k.end());
+  const std::pair<std::string, std::vector<double>> key{schedule.name, std::move(inputs)};
+  if (cache) {
+    if (auto it = cache->simulations.find(key); it != cache->simulations.end()) return it->second;
+  }
+  SimulationResult result = simulate_with(schedule, costs, profile, topology, share);
+  if (cache) {
+    result.timings.clear();  // not read by predict; the largest part
+    cache->simulations.emplace(key, result);
+  }
+  return result;
 }
 
 // What one chunk of a rank holds, by the model's formulas (bytes).
@@ -130,9 +152,12 @@ double activation_peak(const Schedule& schedule, int r, const std::vector<ChunkM
   return peak;
 }
 
+using PeakIterator = decltype(PredictCache::activation_peaks)::iterator;
+
 // Pipeline rank r's bytes: the model's parameters for its chunks, their gradients and optimizer
 // state, the asynchronous checkpoint's copy, and the peak of its activations.
-RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double activation_bytes) {
+RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double activation_bytes,
+                       PredictCache* cache) {
   const Config& config = plan.config;
   const ModelSpec& spec = model_spec(config.model.arch);
   const Schedule& schedule = plan.schedule;
@@ -165,7 +190,21 @@ RankMemory rank_memory(const RunPlan& plan, const Candidate& c, int r, double ac
     // another rank receives it).
     if (s < stages - 1 && schedule.rank_of(s + 1) != r) chunks[chunk].kept -= activation_bytes;
   }
-  m.activations = activation_peak(schedule, r, chunks, transient, activation_bytes);
+  std::vector<double> inputs = {static_cast<double>(schedule.stages),
+                                static_cast<double>(schedule.microbatches),
+                                static_cast<double>(schedule.chunks),
+                                static_cast<double>(r),
+                                transient,
+                                activation_bytes};
+  for (const ChunkMemory& k : chunks) inputs.insert(inputs.end(), {k.kept, k.deferred});
+  const std::pair<std::string, std::vector<double>> key{schedule.name, std::move(inputs)};
+  if (auto found = cache ? cache->activation_peaks.find(key) : PeakIterator{};
+      cache && found != cache->activation_peaks.end()) {
+    m.activations = found->second;
+  } else {
+    m.activations = activation_peak(schedule, r, chunks, transient, activation_bytes);
+    if (cache) cache->activation_peaks.emplace(key, m.activations);
+  }
   // ZeRO-1 splits the state (and keeps a gradient slice) over its shard group: all of dp, or
   // optimizer.shard_group ranks under hybrid sharding. ZeRO-2 keeps only the slice, and in
   // backward the gradients of buckets not yet complete (about two of ddp.bucket_mb, at most the
@@ -241,8 +280,11 @@ DpSync dp_sync_seconds(const RunPlan& plan, const Candidate& c, const Profile& p
   // What an all-gather of the parameters moves: the working weights (bf16 under param_dtype).
   const double weight_bytes = most_parameters / 4 * MixedPrecision(plan.config).param_bytes();
   // The ranks holding the same weights: the dp group, or dp x cp under context parallelism.
-  const std::vector<int> dp_group =
-      c.cp > 1 ? plan.layout.replica_groups().front() : plan.layout.group_of(Axis::kDp, 0);
+  std::vector<int> dp_group;
+  for (int r : plan.layout.group_of(Axis::kCp, 0)) {
+    for (int d : plan.layout.group_of(Axis::kDp, r)) dp_group.push_back(d);
+  }
+  std::sort(dp_group.begin(), dp_group.end());
   const int replicas = c.replicas();
   const LinkClass link = topology.link_of(dp_group);
   const int share = topology.share(dp_group);
@@ -326,7 +368,7 @@ double tp_cross_seconds(const RunPlan& plan, const Candidate& c, const Profile& 
 }  // namespace
 
 Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profile,
-                   const PlanTopology& topology) {
+                   const PlanTopology& topology, PredictCache* cache) {
   const Config& config = plan.config;
   Prediction out;
   double activation_bytes = 4;
@@ -352,14 +394,14 @@ Prediction predict(const RunPlan& plan, const Candidate& c, const Profile& profi
   scale_for_context(t, c, config.model, profile.op_seconds);
   const std::vector<ChunkCost> costs = stage_costs(plan, t, share.scale);
   const SimulationResult sim =
-      simulate_pipeline(plan, costs, message_bytes, profile, topology, share);
+      simulate_pipeline(plan, costs, message_bytes, profile, topology, share, cache);
   out.compute = *std::max_element(sim.busy.begin(), sim.busy.end());
   out.bubble = sim.makespan - out.compute;
   out.bubble_fraction = sim.bubble_fraction;
 
   double most_parameters = 0;
   for (int r = 0; r < plan.schedule.stages; ++r) {
-    RankMemory m = rank_memory(plan, c, r, activation_bytes);
+    RankMemory m = rank_memory(plan, c, r, activation_bytes, cache);
     m.in_flight = sim.peak_activations[r];
     out.peak_bytes = std::max(out.peak_bytes, m.total());
     most_parameters = std::max(most_parameters, m.fp32_parameters);  // ZeRO-3: not its slices

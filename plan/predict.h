@@ -30,12 +30,15 @@
 // so a rank waiting in a bubble speeds up the others (simulate_shared).
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/candidate.h"
 #include "plan/plan_topology.h"
 #include "plan/profile.h"
+#include "schedules/schedule_check.h"
 #include "train/run_plan.h"
 
 namespace triax {
@@ -77,7 +80,16 @@ struct Prediction {
   std::string bound() const;
 };
 
+/// What candidates share (a plan predicts thousands: ZeRO levels and node-aware sync leave the
+/// pipeline as it is): the simulated pipeline and each rank's activation peak, by their inputs
+/// (the schedule's name and shape, the costs, the bytes). For one profile and topology.
+struct PredictCache {
+  std::map<std::pair<std::string, std::vector<double>>, SimulationResult> simulations;
+  std::map<std::pair<std::string, std::vector<double>>, double> activation_peaks;
+};
+
+/// `cache`: where to find and keep the shared parts (null: compute them).
 Prediction predict(const RunPlan& plan, const Candidate& candidate, const Profile& profile,
-                   const PlanTopology& topology);
+                   const PlanTopology& topology, PredictCache* cache = nullptr);
 
 }  // namespace triax

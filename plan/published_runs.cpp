@@ -147,9 +147,7 @@ const std::vector<PublishedComparison>& megatron_comparisons() {
                             1, false, 0});
         }
       }
-      f.holds = [](const std::vector<double>& t) {
-        return falling(t, 0, 5) && falling(t, 5, 5);
-      };
+      f.holds = [](const std::vector<double>& t) { return falling(t, 0, 5) && falling(t, 5, 5); };
       out.push_back(f);
     }
     return out;

@@ -55,6 +55,31 @@ bool message_of(const Schedule& s, int rank, const Action& a, MessageKey* key, i
   return true;
 }
 
+// When each message can be received, by (is_gradient, receiving stage, micro-batch): a flat
+// table, not a map (a planner simulates thousands of schedules; the map was most of their time).
+class Arrivals {
+ public:
+  explicit Arrivals(const Schedule& s)
+      : stages_(static_cast<size_t>(s.total_stages()) + 2),
+        microbatches_(static_cast<size_t>(s.microbatches)),
+        at_(2 * stages_ * microbatches_, -1.0) {}
+  void set(const MessageKey& key, double time) { at_[index(key)] = time; }
+  /// The time, or null when the message has not been sent.
+  const double* find(const MessageKey& key) const {
+    const double* at = &at_[index(key)];
+    return *at >= 0 ? at : nullptr;
+  }
+
+ private:
+  size_t index(const MessageKey& key) const {
+    const auto [gradient, stage, microbatch] = key;
+    return ((gradient ? stages_ : 0) + static_cast<size_t>(stage + 1)) * microbatches_ +
+           static_cast<size_t>(microbatch);
+  }
+  size_t stages_, microbatches_;
+  std::vector<double> at_;
+};
+
 }  // namespace
 
 double SimulationCosts::cost(ActionKind kind, int rank) const {
@@ -126,7 +151,7 @@ SimulationResult simulate(const Schedule& s, const SimulationCosts& costs) {
   std::vector<size_t> next(p, 0);
   std::vector<double> clock(p, 0.0);
   std::vector<int> live(p, 0);
-  std::map<MessageKey, double> arrived;  // message -> time it can be received
+  Arrivals arrived(s);
   double busy = 0;
   bool progress = true;
   while (progress) {
@@ -149,11 +174,11 @@ SimulationResult simulate(const Schedule& s, const SimulationCosts& costs) {
           result.peak_activations[r] = std::max(result.peak_activations[r], live[r]);
         } else if (message_of(s, static_cast<int>(r), a, &key, &other)) {
           if (a.kind == ActionKind::kSendActivation || a.kind == ActionKind::kSendGrad) {
-            arrived[key] = clock[r] + costs.transfer;
+            arrived.set(key, clock[r] + costs.transfer);
           } else {
-            const auto it = arrived.find(key);
-            if (it == arrived.end()) break;  // blocked until the sender gets there
-            t.start = clock[r] = std::max(clock[r], it->second);
+            const double* at = arrived.find(key);
+            if (!at) break;  // blocked until the sender gets there
+            t.start = clock[r] = std::max(clock[r], *at);
           }
         }
         t.end = clock[r];
@@ -174,7 +199,7 @@ SimulationResult simulate_shared(const Schedule& s, const SimulationCosts& costs
   std::vector<size_t> next(p, 0);
   std::vector<double> remaining(p, -1.0);  // work left of the running compute action; -1: none
   std::vector<int> live(p, 0);
-  std::map<MessageKey, double> arrived;
+  Arrivals arrived(s);
   double now = 0, busy = 0;
   for (;;) {
     // Everything that takes no time: sends, receives whose message is there, starting computes.
@@ -194,10 +219,10 @@ SimulationResult simulate_shared(const Schedule& s, const SimulationCosts& costs
           }
           if (message_of(s, static_cast<int>(r), a, &key, &other)) {
             if (a.kind == ActionKind::kSendActivation || a.kind == ActionKind::kSendGrad) {
-              arrived[key] = now + costs.transfer;
+              arrived.set(key, now + costs.transfer);
             } else {
-              const auto it = arrived.find(key);
-              if (it == arrived.end() || it->second > now) break;  // not there yet
+              const double* at = arrived.find(key);
+              if (!at || *at > now) break;  // not there yet
             }
           }
           t.start = t.end = now;
@@ -217,8 +242,8 @@ SimulationResult simulate_shared(const Schedule& s, const SimulationCosts& costs
         MessageKey key;
         int other = 0;
         if (message_of(s, static_cast<int>(r), s.ranks[r][next[r]], &key, &other)) {
-          const auto it = arrived.find(key);
-          if (it != arrived.end() && it->second > now) step = std::min(step, it->second - now);
+          const double* at = arrived.find(key);
+          if (at && *at > now) step = std::min(step, *at - now);
         }
       }
     }

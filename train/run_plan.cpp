@@ -18,7 +18,7 @@ namespace triax {
 namespace {
 
 // The schedule's micro-batches: schedule.microbatches, or global_batch / (micro_batch * dp).
-Schedule pipeline_schedule(const Config& config, const BatchPlan& batch) {
+Schedule pipeline_schedule(const Config& config, const BatchPlan& batch, ScheduleCache* cache) {
   const ScheduleConfig& s = config.schedule;
   int64_t m = s.microbatches;
   if (m == 0) {
@@ -31,9 +31,16 @@ Schedule pipeline_schedule(const Config& config, const BatchPlan& batch) {
                           ") = ", batch.num_microbatches, " (valid: 0 to derive it, or ",
                           batch.num_microbatches, ")"));
   }
+  const std::tuple<int, int, int, int> key{
+      static_cast<int>(s.name), static_cast<int>(config.parallel.pipeline), static_cast<int>(m),
+      static_cast<int>(s.chunks_per_rank)};
+  if (cache) {
+    if (auto it = cache->find(key); it != cache->end()) return it->second;
+  }
   Schedule schedule = make_schedule(s.name, static_cast<int>(config.parallel.pipeline),
                                     static_cast<int>(m), static_cast<int>(s.chunks_per_rank));
   check_schedule(schedule);
+  if (cache) cache->emplace(key, schedule);
   return schedule;
 }
 
@@ -339,7 +346,7 @@ void check_numerics(const Config& config, const BatchPlan& batch) {
 
 }  // namespace
 
-RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
+RunPlan plan_run(const Config& config, int world_size, DataCheck data, ScheduleCache* schedules) {
   RunPlan plan;
   plan.config = config;
   plan.model = config.model.arch;
@@ -357,7 +364,7 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data) {
   check_reduce_dtype(config);
   check_numerics(config, plan.batch);
   plan.stage_layers = spec.stage_layers(config);
-  plan.schedule = pipeline_schedule(config, plan.batch);
+  plan.schedule = pipeline_schedule(config, plan.batch, schedules);
   const int tp = plan.layout.tp_size();
   plan.sequence_parallel = config.parallel.sequence && tp > 1;
   plan.activation_shape =

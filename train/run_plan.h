@@ -15,8 +15,10 @@
 // `triax config CONFIG --world N` prints describe().
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -68,6 +70,12 @@ struct RunPlan {
 };
 
 /// Throws ConfigError on the first rule the configuration breaks for `world_size` ranks.
-RunPlan plan_run(const Config& config, int world_size, DataCheck data = DataCheck::kOpen);
+/// Schedules already built and checked, by (kind, stages, micro-batches, chunks per rank): a
+/// planner plans thousands of layouts that share a few schedules (plan/candidate.h).
+using ScheduleCache = std::map<std::tuple<int, int, int, int>, Schedule>;
+
+/// `schedules`: where to find and keep the schedule (null: build it).
+RunPlan plan_run(const Config& config, int world_size, DataCheck data = DataCheck::kOpen,
+                 ScheduleCache* schedules = nullptr);
 
 }  // namespace triax

@@ -74,9 +74,8 @@ TEST_CASE("device presets: datasheet figures under the names users type", "[gpu_
     CHECK(d.node_bandwidth > d.net_bandwidth);  // NVLink beats the network per GPU
     CHECK(d.reserve() == Approx(2 * kGiB + 0.05 * d.memory_bytes));
   }
-  CHECK_THROWS_WITH(find_gpu("v100"),
-                    Contains("--device v100: no such device preset or file") &&
-                        Contains("a100-40gb, a100-80gb, h100, h200, b200"));
+  CHECK_THROWS_WITH(find_gpu("v100"), Contains("--device v100: no such device preset or file") &&
+                                          Contains("a100-40gb, a100-80gb, h100, h200, b200"));
 }
 
 TEST_CASE("a device file: every figure read; a missing, negative or non-numeric one named",
@@ -101,9 +100,8 @@ TEST_CASE("a device file: every figure read; a missing, negative or non-numeric 
   };
   std::string missing = kFullDevice;
   missing.erase(missing.find("memory_gib"), std::string("memory_gib: 16\n").size());
-  CHECK_THROWS_WITH(broken(missing),
-                    Contains("triax_device_bad.yaml: 'memory_gib' is missing") &&
-                        Contains("valid: a device file with bf16_tflops"));
+  CHECK_THROWS_WITH(broken(missing), Contains("triax_device_bad.yaml: 'memory_gib' is missing") &&
+                                         Contains("valid: a device file with bf16_tflops"));
   CHECK_THROWS_WITH(broken(std::string(kFullDevice) + "net_bandwidth_gbs: -5\n"),
                     Contains("'net_bandwidth_gbs' is -5, must be > 0"));
   CHECK_THROWS_WITH(broken(std::string(kFullDevice) + "fp32_tflops: fast\n"),

@@ -42,8 +42,9 @@ Fit score(const GpuModel& device) {
 }
 
 int fit(GpuModel device) {
-  std::printf("grid over the efficiencies, fitted on Table 1's rows with pp 1 (1.7B-18.4B), "
-              "checked on the rest\n");
+  std::printf(
+      "grid over the efficiencies, fitted on Table 1's rows with pp 1 (1.7B-18.4B), "
+      "checked on the rest\n");
   std::printf("%7s %7s %7s %10s %10s\n", "matmul", "memory", "link", "fit MAE", "check MAE");
   GpuModel best = device;
   double best_seen = 1e9;
@@ -63,10 +64,11 @@ int fit(GpuModel device) {
     }
   }
   const Fit f = score(best);
-  std::printf("best: matmul %.2f memory %.2f link %.2f: fit MAE %.1f%%, check MAE %.1f%% (rows "
-              "5-10, not seen), worst row %.1f%%\n",
-              best.matmul_efficiency, best.memory_efficiency, best.link_efficiency, 100 * f.seen,
-              100 * f.unseen, 100 * f.worst);
+  std::printf(
+      "best: matmul %.2f memory %.2f link %.2f: fit MAE %.1f%%, check MAE %.1f%% (rows "
+      "5-10, not seen), worst row %.1f%%\n",
+      best.matmul_efficiency, best.memory_efficiency, best.link_efficiency, 100 * f.seen,
+      100 * f.unseen, 100 * f.worst);
   return 0;
 }
 
@@ -116,8 +118,9 @@ int main(int argc, char** argv) {
     const double mean = total / static_cast<double>(megatron_table1().size());
     std::printf("mean absolute error %.1f%% (goal <= 7%%); worst %s %+.1f%% (goal within 10%%)\n",
                 mean, worst_name, worst);
-    std::printf("\nthe paper's layout comparisons (examples/sc21/run_figure_*.sh), predicted TFLOP/s "
-                "per GPU:\n");
+    std::printf(
+        "\nthe paper's layout comparisons (examples/sc21/run_figure_*.sh), predicted TFLOP/s "
+        "per GPU:\n");
     int held = 0;
     for (const PublishedComparison& comparison : megatron_comparisons()) {
       std::printf("%s: %s\n", comparison.figure, comparison.claim.c_str());
