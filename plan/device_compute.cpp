@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <tuple>
 
 #include "core/strings.h"
@@ -77,11 +78,19 @@ Profile device_profile(const Config& config, const GpuModel& device) {
   const ModelSpec* spec = &model_spec(config.model.arch);
   const ModelConfig model = config.model;
   const double peak = p.peak_flops;
-  auto cache = std::make_shared<std::map<TimingKey, ComputeTiming>>();
+  // Shared by the planner's threads (plan_layouts).
+  struct Cache {
+    std::mutex lock;
+    std::map<TimingKey, ComputeTiming> timings;
+  };
+  auto cache = std::make_shared<Cache>();
   p.analytic = [=](int tp, int64_t micro_batch, Recompute recompute, bool sequence) {
     const bool sp = sequence && tp > 1;
     const TimingKey key{tp, micro_batch, static_cast<int>(recompute), sp};
-    if (auto it = cache->find(key); it != cache->end()) return it->second;
+    {
+      const std::lock_guard<std::mutex> hold(cache->lock);
+      if (auto it = cache->timings.find(key); it != cache->timings.end()) return it->second;
+    }
     ComputeTiming t;
     t.tp = tp, t.micro_batch = micro_batch, t.recompute = recompute, t.sequence = sp;
     if (spec->kernels) {
@@ -107,7 +116,8 @@ Profile device_profile(const Config& config, const GpuModel& device) {
       t.layer = pass(costs.layer), t.first = pass(costs.first), t.last = pass(costs.last);
       if (recompute == Recompute::kFull) t.layer.backward += t.layer.forward;
     }
-    cache->emplace(key, t);
+    const std::lock_guard<std::mutex> hold(cache->lock);
+    cache->timings.emplace(key, t);
     return t;
   };
 

@@ -1,8 +1,13 @@
 #include "plan/planner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <future>
+#include <thread>
+#include <tuple>
+#include <utility>
 
 #include "core/error.h"
 #include "core/strings.h"
@@ -49,26 +54,74 @@ LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const 
   }
   const double units =
       static_cast<double>(config.train.global_batch * spec.units_per_sample(config.model));
-  PredictCache cache;
-  // Each candidate predicted as it is found (its RunPlan is not kept).
-  const auto predict_one = [&](const Candidate& c, const RunPlan& run) {
-    PlanRow row{c, predict(run, c, profile, topology, &cache), 0};
-    if (request.memory_per_rank > 0 &&
-        row.prediction.peak_bytes + profile.base_bytes > request.memory_per_rank) {
-      const double needs = row.prediction.peak_bytes + profile.base_bytes;
-      if (plan.too_big++ == 0 || needs < plan.smallest_too_big) plan.smallest_too_big = needs;
-      return;
+  // Each (tp, pp) pair the constraints allow is enumerated and predicted on its own (its
+  // candidates predicted as they are found, their RunPlans not kept), on request.threads
+  // threads; the parts are joined in the pairs' order, and the ranking's sort is total, so the
+  // plan does not depend on the threads.
+  std::vector<std::pair<int, int>> pairs;
+  for (int tp = 1; tp <= request.world; ++tp) {
+    if (request.world % tp != 0 || (request.constraints.tp > 0 && tp != request.constraints.tp)) {
+      continue;
     }
-    row.tokens_per_second = units / row.prediction.step_seconds;
-    if (profile.peak_flops > 0) {
-      row.mfu = row.tokens_per_second * spec.flops_per_unit(config.model) /
-                (request.world * profile.peak_flops);
+    for (int pp = 1; pp <= request.world / tp; ++pp) {
+      if ((request.world / tp) % pp != 0) continue;
+      if (request.constraints.pp > 0 && pp != request.constraints.pp) continue;
+      pairs.emplace_back(tp, pp);
     }
-    plan.rows.push_back(row);
+  }
+  struct Part {
+    std::vector<PlanRow> rows;
+    int candidates = 0, too_big = 0;
+    double smallest_too_big = 0;
   };
-  plan.candidates = static_cast<int>(
-      enumerate_candidates(config, request.world, request.nodes, request.constraints, predict_one)
-          .size());
+  std::vector<Part> parts(pairs.size());
+  const auto plan_pair = [&](size_t i) {
+    Part& part = parts[i];
+    PredictCache cache;  // the pair's candidates share schedules; other pairs' do not
+    PlanConstraints constraints = request.constraints;
+    std::tie(constraints.tp, constraints.pp) = pairs[i];
+    const auto predict_one = [&](const Candidate& c, const RunPlan& run) {
+      PlanRow row{c, predict(run, c, profile, topology, &cache), 0};
+      if (request.memory_per_rank > 0 &&
+          row.prediction.peak_bytes + profile.base_bytes > request.memory_per_rank) {
+        const double needs = row.prediction.peak_bytes + profile.base_bytes;
+        if (part.too_big++ == 0 || needs < part.smallest_too_big) part.smallest_too_big = needs;
+        return;
+      }
+      row.tokens_per_second = units / row.prediction.step_seconds;
+      if (profile.peak_flops > 0) {
+        row.mfu = row.tokens_per_second * spec.flops_per_unit(config.model) /
+                  (request.world * profile.peak_flops);
+      }
+      part.rows.push_back(row);
+    };
+    part.candidates = static_cast<int>(
+        enumerate_candidates(config, request.world, request.nodes, constraints, predict_one)
+            .size());
+  };
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads =
+      std::min(pairs.size(), static_cast<size_t>(request.threads > 0 ? request.threads : cores));
+  if (threads <= 1) {
+    for (size_t i = 0; i < pairs.size(); ++i) plan_pair(i);
+  } else {
+    std::atomic<size_t> next{0};
+    std::vector<std::future<void>> workers;
+    for (size_t t = 0; t < threads; ++t) {
+      workers.push_back(std::async(std::launch::async, [&] {
+        for (size_t i = next++; i < pairs.size(); i = next++) plan_pair(i);
+      }));
+    }
+    for (auto& w : workers) w.get();  // rethrows a worker's error
+  }
+  for (Part& part : parts) {
+    plan.candidates += part.candidates;
+    if (part.too_big > 0 && (plan.too_big == 0 || part.smallest_too_big < plan.smallest_too_big)) {
+      plan.smallest_too_big = part.smallest_too_big;
+    }
+    plan.too_big += part.too_big;
+    for (PlanRow& row : part.rows) plan.rows.push_back(std::move(row));
+  }
   if (plan.candidates == 0) {
     throw ConfigError(str("no layout of ", request.world, " ranks",
                           request.constraints.reason.empty()
@@ -199,6 +252,7 @@ LayoutChoice choose_layout(const Config& config, int world, int nodes,
   request.nodes = nodes;
   request.memory_per_rank = config.parallel.memory_per_rank_mb * 1024 * 1024;
   request.constraints = constraints;
+  request.threads = 1;  // every rank of a node plans at once
   const LayoutPlan plan = plan_layouts(config, request, profile_for(config));
   const PlanRow& best = plan.rows.front();
   LayoutChoice choice;

@@ -25,6 +25,7 @@ struct PlanRequest {
   /// Where the limit comes from ("h100's 80 GiB"); "" = --memory-per-rank or none.
   std::string memory_source;
   PlanConstraints constraints;
+  int threads = 0;  ///< to plan on; 0 = the machine's cores
 };
 
 struct PlanRow {

@@ -93,22 +93,29 @@ TEST_CASE("a device file: every figure read; a missing, negative or non-numeric 
   CHECK(d.net_latency == Approx(20e-6));
   CHECK(d.reserve() == Approx(1.5 * kGiB));
   CHECK(d.matmul_efficiency == Approx(0.5));
-  CHECK(d.memory_efficiency == Approx(0.8));  // not given: the fitted default
+  CHECK(d.memory_efficiency == Approx(GpuModel{}.memory_efficiency));  // not given: the default
 
   const auto broken = [&](const std::string& text) {
     return GpuModel::read(write_file("triax_device_bad.yaml", text));
+  };
+  // The full file with one key's line replaced.
+  const auto with = [&](const std::string& key, const std::string& value) {
+    std::string text = kFullDevice;
+    const size_t at = text.find(key + ":");
+    if (at == std::string::npos) return text + key + ": " + value + "\n";
+    return text.replace(at, text.find('\n', at) - at, key + ": " + value);
   };
   std::string missing = kFullDevice;
   missing.erase(missing.find("memory_gib"), std::string("memory_gib: 16\n").size());
   CHECK_THROWS_WITH(broken(missing), Contains("triax_device_bad.yaml: 'memory_gib' is missing") &&
                                          Contains("valid: a device file with bf16_tflops"));
-  CHECK_THROWS_WITH(broken(std::string(kFullDevice) + "net_bandwidth_gbs: -5\n"),
+  CHECK_THROWS_WITH(broken(with("net_bandwidth_gbs", "-5")),
                     Contains("'net_bandwidth_gbs' is -5, must be > 0"));
-  CHECK_THROWS_WITH(broken(std::string(kFullDevice) + "fp32_tflops: fast\n"),
+  CHECK_THROWS_WITH(broken(with("fp32_tflops", "fast")),
                     Contains("'fp32_tflops' is 'fast', not a number"));
-  CHECK_THROWS_WITH(broken(std::string(kFullDevice) + "link_efficiency: 1.5\n"),
+  CHECK_THROWS_WITH(broken(with("link_efficiency", "1.5")),
                     Contains("'link_efficiency' is 1.5, must be in (0, 1]"));
-  CHECK_THROWS_WITH(broken(std::string(kFullDevice) + "gpus_per_node: 2.5\n"),
+  CHECK_THROWS_WITH(broken(with("gpus_per_node", "2.5")),
                     Contains("'gpus_per_node' is 2.5, not whole"));
   CHECK_THROWS_WITH(broken("[1, 2]\n"), Contains("not a mapping"));
   CHECK_THROWS_WITH(GpuModel::read("/nonexistent/device.yaml"),
@@ -117,18 +124,19 @@ TEST_CASE("a device file: every figure read; a missing, negative or non-numeric 
 
 TEST_CASE("the kernel list's matmuls are Megatron-LM's FLOP count", "[gpu_planner]") {
   // Narayanan et al. (SC 2021), section 5.1: a GPT layer's forward is 24 B s h^2 + 4 B s^2 h
-  // FLOPs and the head's 2 B s h V, so a step with recompute (four forwards' worth) is
-  // 96 B s l h^2 (1 + s / 6h + V / 16 l h). The kernel list is written from the layers' shapes;
-  // the formula from the paper: they must agree exactly, and the tp slices must add up.
+  // FLOPs and the head's 2 B s h V; a step with recompute is four forwards' worth of the layers
+  // and three of the head (not recomputed): 96 B s l h^2 (1 + s / 6h + V / 16 l h). The kernel list
+  // is written from the layers' shapes; the formula from the paper: they must agree exactly, and
+  // the tp slices must add up.
   const double b = 2, s = 64, h = 96, l = 3, v = 500;
   Config c = gpt(96, 4, 3, 64, 500);
   const ModelSpec& spec = model_spec(ModelKind::kGpt);
   for (int tp : {1, 2, 4}) {
     INFO("tp " << tp);
     const StageKernels k = spec.kernels(c.model, KernelShape{tp, 2, false, 2});
-    const double forward = tp * (l * matmul_flops(k.layer) + matmul_flops(k.last));
+    const double step = tp * (4 * l * matmul_flops(k.layer) + 3 * matmul_flops(k.last));
     CHECK(matmul_flops(k.first) == 0);  // the embedding is a gather
-    CHECK(4 * forward ==
+    CHECK(step ==
           Approx(96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h))).epsilon(1e-12));
   }
   // The Llama: grouped-query projections and SwiGLU's three matrices (2 s h (h + 2 kv d) for
@@ -188,11 +196,15 @@ TEST_CASE("a device profile: precision's peak, links per node and network, overl
   const ComputeTiming full = bf16.timing(1, 4, Recompute::kFull, false);
   CHECK(full.layer.backward == Approx(fast.layer.backward + fast.layer.forward));
   CHECK(bf16.timing(2, 4, Recompute::kNone, false).layer.forward < fast.layer.forward);
-  // An all-reduce of 1 GB over 8 GPUs: 2 x 7/8 GB at 450 GB/s x 0.8 in a node, 50 x 0.8 across.
+  // An all-reduce of 1 GB over 8 GPUs: 2 x 7/8 GB at 450 GB/s x link_efficiency in a node, 50
+  // across (one rank per node: one NIC); with 4 ranks on each node it spans, 4 NICs at once.
   const double node = bf16.link(Collective::kAllReduce, 8, LinkClass::kNode).time(1e9);
   const double net = bf16.link(Collective::kAllReduce, 8, LinkClass::kNet).time(1e9);
-  CHECK(node == Approx(8.4e-6 + 14 * 3.4e-6 + 2 * 7.0 / 8 * 1e9 / 360e9));
-  CHECK(net == Approx(8.4e-6 + 14 * 14e-6 + 2 * 7.0 / 8 * 1e9 / 40e9));
+  const double eta = h100.link_efficiency;
+  CHECK(node == Approx(8.4e-6 + 14 * 3.4e-6 + 2 * 7.0 / 8 * 1e9 / (450e9 * eta)));
+  CHECK(net == Approx(8.4e-6 + 14 * 14e-6 + 2 * 7.0 / 8 * 1e9 / (50e9 * eta)));
+  const double rails = bf16.link(Collective::kAllReduce, 8, LinkClass::kNet, 4).time(1e9);
+  CHECK(rails == Approx(8.4e-6 + 14 * 14e-6 + 2 * 7.0 / 8 * 1e9 / (4 * 50e9 * eta)));
 }
 
 TEST_CASE("on a device its memory is the limit; what does not fit is dropped with its need",
