@@ -84,13 +84,20 @@ std::string explain_row(const Config& config, const PlanRequest& request, const 
 
   text += "\ncompute\n";
   if (device) text += kernel_table(config, c, profile, *device);
-  const ComputeTiming t =
-      profile.timing(c.tp, c.micro_batch, config.train.recompute, run.sequence_parallel);
+  const ComputeTiming t = profile.timing(c.tp, c.micro_batch, c.recompute, run.sequence_parallel);
   text +=
       str("  per micro-batch: a layer ", ms(t.layer.forward), " forward, ", ms(t.layer.backward),
-          " backward (", choice_name(config.train.recompute), " recompute); the first stage adds ",
+          " backward (", choice_name(c.recompute), " recompute); the first stage adds ",
           ms(t.first.forward), " + ", ms(t.first.backward), ", the last ", ms(t.last.forward),
           " + ", ms(t.last.backward), "\n");
+  if (c.cp > 1) {
+    text +=
+        str("  (of the whole sequence: at cp ", c.cp,
+            " a rank's matmuls take 1/cp of it and attention ",
+            c.context_mode == ContextMode::kRing ? "(2cp + 1) / 4cp^2 (the ring's visible blocks)"
+                                                 : "1/cp (all-to-all: its heads)",
+            "; docs/plan.md, step 6)\n");
+  }
   std::vector<std::string> stages;
   for (const auto& [first, last] : run.stage_layers) stages.push_back(str(last - first));
   text +=

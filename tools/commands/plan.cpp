@@ -1,6 +1,7 @@
 // `triax plan CONFIG --world N`: every layout ranked, or a dry run of one rank.
 #include "tools/commands/command.h"
 
+#include <cmath>
 #include <cstdio>
 #include <optional>
 
@@ -66,7 +67,13 @@ int run_plan(const CliArgs& args, int* /*argc*/, char*** /*argv*/) {
         str(device->name, "'s memory, ", static_cast<long>(device->reserve() / (1024 * 1024)),
             " MiB of it reserved for the process");
   }
-  const LayoutPlan plan = plan_layouts(config, request, profile);
+  LayoutPlan plan = plan_layouts(config, request, profile);
+  if (device && config.train.precision == Precision::kFp32) {
+    plan.notes.push_back(str("train.precision is fp32: times and MFU are at ", device->name,
+                             "'s fp32 peak (", std::lround(device->fp32_flops / 1e12),
+                             " TFLOP/s); --set train.precision=bf16 plans bf16 training (",
+                             std::lround(device->bf16_flops / 1e12), " TFLOP/s)"));
+  }
   if (args.explain > 0) {
     std::fputs(
         explain_row(config, request, plan, args.explain, profile, device ? &*device : nullptr)
