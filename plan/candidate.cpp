@@ -132,6 +132,8 @@ std::vector<Candidate> enumerate_candidates(
         probe.parallel.tensor = tp, probe.parallel.pipeline = pp;
         probe.parallel.context = cp, probe.parallel.context_mode = context.mode;
         probe.parallel.sequence = false;
+        probe.schedule.name = ScheduleKind::k1F1B;  // as Candidate::applied for one chunk
+        probe.schedule.chunks_per_rank = 1;
         try {
           spec.check_layout(probe);
         } catch (const ConfigError&) {
@@ -203,13 +205,15 @@ std::vector<Candidate> enumerate_candidates(
                     // The configuration's hybrid group where it tiles this dp (else all of dp).
                     const int group = static_cast<int>(config.optimizer.shard_group);
                     if (zero && group > 0 && cp == 1 && dp % group == 0) c.shard_group = group;
+                    std::optional<RunPlan> plan;
                     try {
-                      const RunPlan plan =
-                          plan_run(c.applied(config), world, DataCheck::kSkip, &schedules);
-                      if (each) each(c, plan);
+                      plan = plan_run(c.applied(config), world, DataCheck::kSkip, &schedules);
                     } catch (const ConfigError&) {
                       continue;  // a rule of the run refuses it (heads % tp, m % p, ...)
                     }
+                    // Outside the try: the caller's errors (a profile lacking a timing) are
+                    // the user's to see, not a refusal of this layout.
+                    if (each) each(c, *plan);
                     out.push_back(c);
                   }
                 }

@@ -107,6 +107,32 @@ GpuModel GpuModel::read(const std::string& path) {
     fail(str("line ", e.mark.line + 1, ": not YAML"));
   }
   if (!root.IsMap()) fail("not a mapping");
+  // A misspelt key would silently leave its default: refused, with the nearest valid one.
+  const std::vector<std::string> keys = {"name",
+                                         "source",
+                                         "bf16_tflops",
+                                         "fp32_tflops",
+                                         "memory_gib",
+                                         "memory_bandwidth_gbs",
+                                         "node_bandwidth_gbs",
+                                         "net_bandwidth_gbs",
+                                         "gpus_per_node",
+                                         "collective_latency_us",
+                                         "node_latency_us",
+                                         "net_latency_us",
+                                         "reserve_gib",
+                                         "matmul_efficiency",
+                                         "memory_efficiency",
+                                         "link_efficiency",
+                                         "launch_us"};
+  for (const auto& entry : root) {
+    const std::string key = entry.first.Scalar();
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+    const std::string near = closest(key, keys);
+    throw ConfigError(str(path, ": '", key, "' is not a device key",
+                          near.empty() ? "" : " (did you mean '" + near + "'?)",
+                          " (valid: ", join(keys, ", "), "; see docs/plan.md)"));
+  }
   const auto number = [&](const char* key, bool required, double fallback) {
     const YAML::Node v = root[key];
     if (!v.IsDefined()) {
@@ -117,7 +143,10 @@ GpuModel GpuModel::read(const std::string& path) {
     try {
       x = v.as<double>();
     } catch (const YAML::Exception&) {
-      fail(str("'", key, "' is '", v.IsScalar() ? v.Scalar() : "not a value", "', not a number"));
+      fail(str("'", key, "' is ",
+               v.IsScalar() ? "'" + v.Scalar() + "'"
+                            : std::string(v.IsSequence() ? "a list" : "a mapping"),
+               ", not a number"));
     }
     if (!(x > 0) || !std::isfinite(x)) fail(str("'", key, "' is ", x, ", must be > 0"));
     return x;
@@ -132,7 +161,9 @@ GpuModel GpuModel::read(const std::string& path) {
   d.node_bandwidth = number("node_bandwidth_gbs", true, 0) * kG;
   d.net_bandwidth = number("net_bandwidth_gbs", true, 0) * kG;
   const double per_node = number("gpus_per_node", false, d.gpus_per_node);
-  if (per_node != std::floor(per_node)) fail(str("'gpus_per_node' is ", per_node, ", not whole"));
+  if (per_node != std::floor(per_node) || per_node > 1024) {
+    fail(str("'gpus_per_node' is ", per_node, ", must be a whole number from 1 to 1024"));
+  }
   d.gpus_per_node = static_cast<int>(per_node);
   d.collective_latency = number("collective_latency_us", false, d.collective_latency * 1e6) / 1e6;
   d.node_latency = number("node_latency_us", false, d.node_latency * 1e6) / 1e6;

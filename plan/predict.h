@@ -15,19 +15,20 @@
 // embedding and head times and the stage split, and messages between stages at the send/recv fit
 // for the activation's bytes on the link between the two ranks' nodes; then the data-parallel
 // gradient sync (all-reduce, or ZeRO-1's reduce-scatter and all-gather; node-aware: inside, across,
-// inside) on the dp group's links, counted as not overlapped (on CPU the sums run on the cores
-// backward uses); then the optimizer step (per parameter, /dp with ZeRO-1) and the profile's
-// per-step overhead. A tp group that crosses nodes adds its collectives' difference between the two
-// link classes. Context parallelism (cp ranks splitting each sequence; the profile is measured at
-// cp 1): a layer's matmuls and the first and last stages' work scale by 1/cp; attention's
-// scores and weighted sums (their share of the layer's FLOPs, from the model's FLOP count) by
-// (2cp + 1) / (4cp^2) for the ring, which computes only the chunk pairs a causal mask leaves
-// visible (one process computes the whole s x s product on a CPU), and by 1/cp for all-to-all
-// (its heads over the whole sequence); the ring's exchanges count where a block's transfer
-// outlasts the block's attention, all-to-all's in full; the gradient sync spans dp x cp. When the
-// plan's ranks per node differ from the profile's, compute times scale with the ratio (ranks on a
-// node share its cores); on an oversubscribed CPU node the pipeline is simulated with shared cores,
-// so a rank waiting in a bubble speeds up the others (simulate_shared).
+// inside) on the dp group's links, counted as not overlapped on a CPU profile (the sums run on the
+// cores backward uses; on a device, Profile::overlaps_grad_sync, what outlasts backward); then the
+// optimizer step (per parameter, /dp with ZeRO-1) and the profile's per-step overhead. A tp group
+// that crosses nodes adds its collectives' difference between the two link classes. Context
+// parallelism (cp ranks splitting each sequence; the profile is measured at cp 1): a layer's
+// matmuls and the first and last stages' work scale by 1/cp; attention's scores and weighted sums
+// (their share of the layer's FLOPs, from the model's FLOP count) by (2cp + 1) / (4cp^2) for the
+// ring, which computes only the chunk pairs a causal mask leaves visible (one process computes the
+// whole s x s product on a CPU), and by 1/cp for all-to-all (its heads over the whole sequence);
+// the ring's exchanges count where a block's transfer outlasts the block's attention, all-to-all's
+// in full; the gradient sync spans dp x cp. When the plan's ranks per node differ from the
+// profile's, compute times scale with the ratio (ranks on a node share its cores); on an
+// oversubscribed CPU node the pipeline is simulated with shared cores, so a rank waiting in a
+// bubble speeds up the others (simulate_shared).
 #pragma once
 
 #include <map>

@@ -73,6 +73,10 @@ class Arrivals {
  private:
   size_t index(const MessageKey& key) const {
     const auto [gradient, stage, microbatch] = key;
+    TRIAX_CHECK(stage >= -1 && static_cast<size_t>(stage + 1) < stages_ && microbatch >= 0 &&
+                    static_cast<size_t>(microbatch) < microbatches_,
+                "a message of stage ", stage, ", micro-batch ", microbatch,
+                " outside the schedule (check_schedule it first)");
     return ((gradient ? stages_ : 0) + static_cast<size_t>(stage + 1)) * microbatches_ +
            static_cast<size_t>(microbatch);
   }

@@ -12,12 +12,16 @@
 
 #include "core/error.h"
 #include "models/model_spec.h"
+#include "parallel/parallel_layout.h"
 #include "plan/device_compute.h"
 #include "plan/explain.h"
 #include "plan/gpu_model.h"
+#include "plan/plan_topology.h"
 #include "plan/planner.h"
+#include "plan/predict.h"
 #include "plan/published_runs.h"
 #include "support/tiny_gpt.h"
+#include "train/run_plan.h"
 
 using Catch::Contains;
 using namespace triax;
@@ -116,7 +120,12 @@ TEST_CASE("a device file: every figure read; a missing, negative or non-numeric 
   CHECK_THROWS_WITH(broken(with("link_efficiency", "1.5")),
                     Contains("'link_efficiency' is 1.5, must be in (0, 1]"));
   CHECK_THROWS_WITH(broken(with("gpus_per_node", "2.5")),
-                    Contains("'gpus_per_node' is 2.5, not whole"));
+                    Contains("'gpus_per_node' is 2.5, must be a whole number from 1 to 1024"));
+  CHECK_THROWS_WITH(broken(std::string(kFullDevice) + "link_eficiency: 0.5\n"),
+                    Contains("'link_eficiency' is not a device key (did you mean "
+                             "'link_efficiency'?)"));
+  CHECK_THROWS_WITH(broken(with("memory_gib", "[1, 2]")),
+                    Contains("'memory_gib' is a list, not a number"));
   CHECK_THROWS_WITH(broken("[1, 2]\n"), Contains("not a mapping"));
   CHECK_THROWS_WITH(GpuModel::read("/nonexistent/device.yaml"),
                     Contains("/nonexistent/device.yaml: cannot read the device file"));
@@ -281,5 +290,54 @@ TEST_CASE("Megatron-LM's layout comparisons: the predictions order layouts as it
       continue;
     }
     CHECK(comparison.holds(tflops));
+  }
+}
+
+TEST_CASE("the plan is the same on one thread and on several, with and without shared parts",
+          "[gpu_planner]") {
+  // plan_layouts plans (tp, pp) pairs on threads and shares simulations between candidates
+  // (PredictCache): neither may change a figure.
+  Config c = gpt(256, 8, 8, 256, 1000);
+  c.train.precision = Precision::kBf16;
+  c.train.global_batch = 32;
+  c.train.micro_batch = 0;
+  const Profile profile = device_profile(c, find_gpu("h100"));
+  PlanRequest request;
+  request.world = 16, request.nodes = 2;
+  request.threads = 1;
+  const LayoutPlan one = plan_layouts(c, request, profile);
+  request.threads = 4;
+  const LayoutPlan four = plan_layouts(c, request, profile);
+  REQUIRE(one.rows.size() == four.rows.size());
+  REQUIRE(one.rows.size() > 100);
+  for (size_t i = 0; i < one.rows.size(); ++i) {
+    REQUIRE(one.rows[i].candidate.describe() == four.rows[i].candidate.describe());
+    REQUIRE(one.rows[i].prediction.step_seconds == four.rows[i].prediction.step_seconds);
+    REQUIRE(one.rows[i].prediction.peak_bytes == four.rows[i].prediction.peak_bytes);
+  }
+  // Each row predicted alone, without the shared parts, gives the same figures.
+  const PlanTopology topology(16, 2);
+  for (size_t i = 0; i < one.rows.size(); i += 7) {
+    const Candidate& k = one.rows[i].candidate;
+    const RunPlan run = plan_run(k.applied(c), 16, DataCheck::kSkip);
+    const Prediction alone = predict(run, k, profile, topology);
+    INFO(k.describe());
+    CHECK(alone.step_seconds == one.rows[i].prediction.step_seconds);
+    CHECK(alone.peak_bytes == one.rows[i].prediction.peak_bytes);
+  }
+}
+
+TEST_CASE("a rank's group along an axis is that axis's group holding it", "[gpu_planner]") {
+  // ParallelLayout::group_of builds one group in O(group); groups() builds all of them.
+  for (const char* order : {"tp-cp-dp-pp", "pp-dp-tp-cp", "dp-tp-cp-pp"}) {
+    const ParallelLayout layout = ParallelLayout::create(48, 2, 3, order, 2);
+    for (Axis axis : {Axis::kDp, Axis::kTp, Axis::kPp, Axis::kCp}) {
+      for (const auto& group : layout.groups(axis)) {
+        for (int rank : group) {
+          INFO(order << " rank " << rank);
+          CHECK(layout.group_of(axis, rank) == group);
+        }
+      }
+    }
   }
 }

@@ -32,6 +32,12 @@ int run_plan(const CliArgs& args, int* /*argc*/, char*** /*argv*/) {
   if (!args.device.empty()) {
     device = find_gpu(args.device);
     if (args.gpus_per_node > 0) device->gpus_per_node = args.gpus_per_node;
+    if (args.gpus_per_node > 0 && args.nodes_given &&
+        args.world != args.gpus_per_node * args.nodes) {
+      throw ConfigError(str("--gpus-per-node ", args.gpus_per_node, " x --nodes ", args.nodes,
+                            " is not --world ", args.world, " (valid: one of them, or both with ",
+                            "their product the world)"));
+    }
     const int per_node = device->gpus_per_node;
     if (!args.nodes_given) {
       if (args.world > per_node && args.world % per_node != 0) {
