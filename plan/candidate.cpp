@@ -108,12 +108,14 @@ bool replicas_span_nodes(const ParallelLayout& layout, const PlanTopology& topol
 
 std::vector<Candidate> enumerate_candidates(
     const Config& config, int world, int nodes, const PlanConstraints& constraints,
-    const std::function<void(const Candidate&, const RunPlan&)>& each) {
+    const std::function<void(const Candidate&, const RunPlan&)>& each,
+    ScheduleCache* shared_schedules) {
   const PlanTopology topology(world, nodes);
   const ModelSpec& spec = model_spec(config.model.arch);
   const bool pipelined = spec.pipelined;
   std::vector<Candidate> out;
-  ScheduleCache schedules;  // the layouts share a few schedules
+  ScheduleCache own;  // the layouts share a few schedules
+  ScheduleCache& schedules = shared_schedules ? *shared_schedules : own;
   for (int tp : divisors(world)) {
     if (constraints.tp > 0 && tp != constraints.tp) continue;
     if (!pipelined && tp > 1) continue;

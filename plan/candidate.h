@@ -64,9 +64,11 @@ struct PlanConstraints {
 
 /// Every valid candidate for `world` ranks on `nodes` nodes (ranks in equal consecutive blocks);
 /// `each` sees every candidate with its RunPlan (checking made it) as it is found: a plan of
-/// thousands predicts them one by one rather than keeping every RunPlan.
+/// thousands predicts them one by one rather than keeping every RunPlan. `schedules`: a cache
+/// shared with other calls (plan_layouts' threads), or null for the call's own.
 std::vector<Candidate> enumerate_candidates(
     const Config& config, int world, int nodes, const PlanConstraints& constraints = {},
-    const std::function<void(const Candidate&, const RunPlan&)>& each = nullptr);
+    const std::function<void(const Candidate&, const RunPlan&)>& each = nullptr,
+    ScheduleCache* schedules = nullptr);
 
 }  // namespace triax

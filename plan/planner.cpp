@@ -75,6 +75,7 @@ LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const 
     double smallest_too_big = 0;
   };
   std::vector<Part> parts(pairs.size());
+  ScheduleCache schedules;  // shared by the pairs: a schedule depends on pp, not on tp
   const auto plan_pair = [&](size_t i) {
     Part& part = parts[i];
     PredictCache cache;  // the pair's candidates share schedules; other pairs' do not
@@ -95,9 +96,9 @@ LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const 
       }
       part.rows.push_back(row);
     };
-    part.candidates = static_cast<int>(
-        enumerate_candidates(config, request.world, request.nodes, constraints, predict_one)
-            .size());
+    part.candidates = static_cast<int>(enumerate_candidates(config, request.world, request.nodes,
+                                                            constraints, predict_one, &schedules)
+                                           .size());
   };
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const size_t threads =

@@ -35,12 +35,16 @@ Schedule pipeline_schedule(const Config& config, const BatchPlan& batch, Schedul
       static_cast<int>(s.name), static_cast<int>(config.parallel.pipeline), static_cast<int>(m),
       static_cast<int>(s.chunks_per_rank)};
   if (cache) {
-    if (auto it = cache->find(key); it != cache->end()) return it->second;
+    const std::lock_guard<std::mutex> hold(cache->lock);
+    if (auto it = cache->schedules.find(key); it != cache->schedules.end()) return it->second;
   }
   Schedule schedule = make_schedule(s.name, static_cast<int>(config.parallel.pipeline),
                                     static_cast<int>(m), static_cast<int>(s.chunks_per_rank));
   check_schedule(schedule);
-  if (cache) cache->emplace(key, schedule);
+  if (cache) {
+    const std::lock_guard<std::mutex> hold(cache->lock);
+    cache->schedules.emplace(key, schedule);
+  }
   return schedule;
 }
 

@@ -17,6 +17,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -71,8 +72,12 @@ struct RunPlan {
 
 /// Throws ConfigError on the first rule the configuration breaks for `world_size` ranks.
 /// Schedules already built and checked, by (kind, stages, micro-batches, chunks per rank): a
-/// planner plans thousands of layouts that share a few schedules (plan/candidate.h).
-using ScheduleCache = std::map<std::tuple<int, int, int, int>, Schedule>;
+/// planner plans thousands of layouts that share a few schedules (plan/candidate.h), on several
+/// threads (plan_layouts), hence the lock.
+struct ScheduleCache {
+  std::mutex lock;
+  std::map<std::tuple<int, int, int, int>, Schedule> schedules;
+};
 
 /// `schedules`: where to find and keep the schedule (null: build it).
 RunPlan plan_run(const Config& config, int world_size, DataCheck data = DataCheck::kOpen,
