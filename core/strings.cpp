@@ -1,8 +1,15 @@
 #include "core/strings.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace triax {
+
+std::string fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
 
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> parts;

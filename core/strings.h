@@ -1,4 +1,5 @@
-// defines: triax::str, triax::join, triax::split, triax::edit_distance, triax::closest
+// defines: triax::str, triax::join, triax::split, triax::edit_distance, triax::closest,
+//          triax::fixed
 //
 // Small string helpers used by every message the project prints. `closest` powers the
 // "did you mean" hints of the configuration and the command line.
@@ -37,6 +38,9 @@ std::vector<std::string> split(const std::string& text, char sep);
 
 /// Levenshtein distance between two strings.
 std::size_t edit_distance(const std::string& a, const std::string& b);
+
+/// `value` with `digits` decimals ("12.35"): the figures of tables and reports.
+std::string fixed(double value, int digits);
 
 /// The candidate closest to `word`, or "" when none is close enough to be a plausible typo.
 std::string closest(const std::string& word, const std::vector<std::string>& candidates);

@@ -11,16 +11,6 @@
 namespace triax {
 namespace {
 
-std::string fixed(double value, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
-  return buffer;
-}
-
-double mib(double bytes) {
-  return bytes / (1024.0 * 1024.0);
-}
-
 std::string ms(double seconds) {
   return fixed(seconds * 1e3, 3) + " ms";
 }

@@ -15,20 +15,6 @@
 #include "train/run_plan.h"
 
 namespace triax {
-namespace {
-
-std::string fixed(double value, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
-  return buffer;
-}
-
-double mib(double bytes) {
-  return bytes / (1024.0 * 1024.0);
-}
-
-}  // namespace
-
 LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const Profile& profile) {
   if (profile.model != model_key(config)) {
     throw ConfigError(str("profile ", profile.source, " was calibrated for '", profile.model,

@@ -1,5 +1,5 @@
 // defines: triax::PlanRequest, triax::PlanRow, triax::LayoutPlan, triax::plan_layouts,
-//          triax::LayoutChoice, triax::choose_layout
+//          triax::LayoutChoice, triax::choose_layout, triax::mib
 //
 // `triax plan` and `parallel: auto`: every candidate (plan/candidate.h) predicted
 // (plan/predict.h), those that do not fit the memory per rank dropped, the rest ranked by
@@ -55,6 +55,11 @@ struct LayoutPlan {
   /// Machine-readable rows (benchmarks): one CSV line each, header first.
   std::string csv() const;
 };
+
+/// Bytes as MiB, the unit of the plan's tables.
+inline double mib(double bytes) {
+  return bytes / (1024.0 * 1024.0);
+}
 
 /// Throws ConfigError when the profile is for another model shape, or nothing fits.
 LayoutPlan plan_layouts(const Config& config, const PlanRequest& request, const Profile& profile);

@@ -8,6 +8,7 @@
 #include "core/json_line.h"
 #include "core/log.h"
 #include "core/peak_memory.h"
+#include "core/strings.h"
 #include "job/output_check.h"
 
 namespace triax {
@@ -22,12 +23,6 @@ std::string duration(double seconds) {
   if (s >= 3600) return str(s / 3600, "h", (s % 3600) / 60, "m");
   if (s >= 60) return str(s / 60, "m", s % 60, "s");
   return str(s, "s");
-}
-
-std::string fixed(double value, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*f", digits, value);
-  return text;
 }
 
 std::string scientific(double value) {

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/mixed_precision.h"
 #include "core/run_paths.h"
+#include "core/strings.h"
 #include "core/timing.h"
 #include "job/output_check.h"
 #include "job/stop_signal.h"
@@ -29,12 +30,6 @@ namespace triax {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string fixed(double value, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*f", digits, value);
-  return text;
-}
 
 }  // namespace
 

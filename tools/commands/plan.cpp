@@ -69,9 +69,8 @@ int run_plan(const CliArgs& args, int* /*argc*/, char*** /*argv*/) {
   if (device && args.memory_per_rank == 0) {
     // The device's memory; the process's reserve counts against it (Profile::base_bytes).
     request.memory_per_rank = device->memory_bytes;
-    request.memory_source =
-        str(device->name, "'s memory, ", static_cast<long>(device->reserve() / (1024 * 1024)),
-            " MiB of it reserved for the process");
+    request.memory_source = str(device->name, "'s memory, ", fixed(mib(device->reserve()), 0),
+                                " MiB of it reserved for the process");
   }
   LayoutPlan plan = plan_layouts(config, request, profile);
   if (device && config.train.precision == Precision::kFp32) {
