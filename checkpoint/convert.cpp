@@ -48,21 +48,6 @@ ShardSpec spec_of(const ParameterEntry& entry) {
   return spec;
 }
 
-// A FullModelState's tensors, as a source.
-class StateSource : public FullTensorSource {
- public:
-  explicit StateSource(const FullModelState& state) : state_(state) {}
-  std::vector<std::string> names() const override {
-    std::vector<std::string> out;
-    for (const auto& item : state_.tensors) out.push_back(item.first);
-    return out;
-  }
-  torch::Tensor get(const std::string& name) const override { return state_.tensors.at(name); }
-
- private:
-  const FullModelState& state_;
-};
-
 // An optimizer's step counter is one number per parameter, never split.
 bool split_like_parameter(const StateName& name) {
   return name.state != "step";
@@ -70,7 +55,19 @@ bool split_like_parameter(const StateName& name) {
 
 }  // namespace
 
+std::vector<std::string> StateSource::names() const {
+  std::vector<std::string> out;
+  for (const auto& item : state_.tensors) out.push_back(item.first);
+  return out;
+}
+
 FullModelState read_full_state(const Manifest& manifest) {
+  return full_state_of(manifest, [](const ShardEntry& shard) {
+    return load_safetensors(shard.file).tensors;
+  });
+}
+
+FullModelState full_state_of(const Manifest& manifest, const ShardReader& read) {
   FullModelState state;
   state.config = manifest.config;
   state.step = manifest.step;
@@ -81,8 +78,7 @@ FullModelState read_full_state(const Manifest& manifest) {
       StagePlacement::of(manifest.config.schedule.name, static_cast<int>(manifest.pipeline),
                          static_cast<int>(manifest.chunks_per_rank));
   for (const ShardEntry& shard : manifest.shards) {
-    const SafetensorsFile file = load_safetensors(shard.file);
-    for (const auto& [key, tensor] : file.tensors) {
+    for (const auto& [key, tensor] : read(shard)) {
       const StateName name = StateName::parse(key);
       // Dropout streams belong to a (stage, tp rank) position; another layout starts new ones.
       if (name.rng) continue;
@@ -172,15 +168,47 @@ void add_chunk_tensors(const ChunkLayout& layout, int c, int tp, int tensor,
 
 }  // namespace
 
+std::vector<std::pair<std::string, torch::Tensor>> cut_shard(const Config& config,
+                                                             const FullTensorSource& source,
+                                                             int pp, int tp,
+                                                             std::vector<ParameterEntry>* table) {
+  const int tensor = static_cast<int>(config.parallel.tensor);
+  const int chunks_per_rank = static_cast<int>(config.schedule.chunks_per_rank);
+  const StagePlacement placement = StagePlacement::of(
+      config.schedule.name, static_cast<int>(config.parallel.pipeline), chunks_per_rank);
+  const ModelSpec& spec = model_spec(config.model.arch);
+  spec.check_layout(config);
+  const auto ranges = spec.stage_layers(config);
+  // parameter name -> the full-model names of its tensors (itself and its optimizer state)
+  std::multimap<std::string, std::string> by_parameter;
+  for (const std::string& name : source.names()) {
+    by_parameter.emplace(StateName::parse(name).parameter, name);
+  }
+  ShapeOnlyCommunicator group(tp, tensor);
+  SafetensorsFile shard;
+  for (int c = 0; c < chunks_per_rank; ++c) {
+    const int stage = placement.stage_of(pp, c);
+    ChunkLayout layout;
+    {
+      const std::unique_ptr<ModelChunk> part = spec.build_chunk(config, stage, ranges, group);
+      layout.specs = collect_shard_specs(part->module());
+      for (const auto& item : part->module().named_parameters()) {
+        layout.parameters.emplace_back(item.key(), item.value().sizes().vec());
+      }
+      if (table != nullptr) {
+        const auto entries = parameter_table(part->module(), stage);
+        table->insert(table->end(), entries.begin(), entries.end());
+      }
+    }
+    add_chunk_tensors(layout, c, tp, tensor, source, by_parameter, shard);
+  }
+  return std::move(shard.tensors);
+}
+
 std::string write_sharded_checkpoint(const Config& source_config, int64_t step,
                                      const FullTensorSource& source, int tensor, int pipeline,
                                      int chunks_per_rank, const std::string& out_root) {
   const Config config = target_config(source_config, tensor, pipeline, chunks_per_rank);
-  const StagePlacement placement =
-      StagePlacement::of(config.schedule.name, pipeline, chunks_per_rank);
-  const ModelSpec& spec = model_spec(config.model.arch);
-  spec.check_layout(config);
-  const auto ranges = spec.stage_layers(config);
   Manifest manifest;
   manifest.dir = out_root + "/" + step_folder(step);
   manifest.step = step;
@@ -193,32 +221,11 @@ std::string write_sharded_checkpoint(const Config& source_config, int64_t step,
   manifest.config = config;
   fs::remove_all(manifest.dir);
   fs::create_directories(manifest.dir);
-  // parameter name -> the full-model names of its tensors (itself and its optimizer state)
-  std::multimap<std::string, std::string> by_parameter;
-  for (const std::string& name : source.names()) {
-    by_parameter.emplace(StateName::parse(name).parameter, name);
-  }
   for (int pp = 0; pp < pipeline; ++pp) {
     for (int tp = 0; tp < tensor; ++tp) {
-      ShapeOnlyCommunicator group(tp, tensor);
       SafetensorsFile shard;
       shard.metadata = {{"format", "triax-checkpoint-shard"}, {"step", std::to_string(step)}};
-      for (int c = 0; c < chunks_per_rank; ++c) {
-        const int stage = placement.stage_of(pp, c);
-        ChunkLayout layout;
-        {
-          const std::unique_ptr<ModelChunk> part = spec.build_chunk(config, stage, ranges, group);
-          layout.specs = collect_shard_specs(part->module());
-          for (const auto& item : part->module().named_parameters()) {
-            layout.parameters.emplace_back(item.key(), item.value().sizes().vec());
-          }
-          if (tp == 0) {
-            const auto table = parameter_table(part->module(), stage);
-            manifest.parameters.insert(manifest.parameters.end(), table.begin(), table.end());
-          }
-        }
-        add_chunk_tensors(layout, c, tp, tensor, source, by_parameter, shard);
-      }
+      shard.tensors = cut_shard(config, source, pp, tp, tp == 0 ? &manifest.parameters : nullptr);
       ShardEntry info;
       info.file = manifest.dir + "/" + shard_name(pp, tp);
       info.pipeline_rank = pp;

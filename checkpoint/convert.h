@@ -1,5 +1,6 @@
 // defines: triax::FullModelState, triax::FullTensorSource, triax::read_full_state,
-//          triax::schedule_for_chunks, triax::write_sharded_checkpoint, triax::whole_model
+//          triax::full_state_of, triax::schedule_for_chunks, triax::write_sharded_checkpoint,
+//          triax::cut_shard, triax::StateSource, triax::whole_model
 //
 // Offline conversions, on one process, between a sharded checkpoint and the whole model:
 //   reshard  = read_full_state (every shard unsharded: tp slices concatenated, padding removed,
@@ -13,8 +14,10 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "checkpoint/manifest.h"
@@ -32,6 +35,13 @@ struct FullModelState {
 };
 
 FullModelState read_full_state(const Manifest& manifest);
+
+/// The tensors of one shard of `manifest`, in file order.
+using ShardReader =
+    std::function<std::vector<std::pair<std::string, torch::Tensor>>(const ShardEntry& shard)>;
+/// read_full_state with the shards' tensors from `read` (files, or tensors another rank sent:
+/// checkpoint/redistribute.h) and only the manifest's layout, configuration and parameter table.
+FullModelState full_state_of(const Manifest& manifest, const ShardReader& read);
 
 /// Where write_sharded_checkpoint takes the full tensors from: a FullModelState in memory, or a
 /// converter that makes each tensor when asked (a Hugging Face import: checkpoint/hf_import.h),
@@ -58,6 +68,24 @@ std::string write_sharded_checkpoint(const Config& config, int64_t step,
                                      int chunks_per_rank, const std::string& out_root);
 std::string write_sharded_checkpoint(const FullModelState& state, int tensor, int pipeline,
                                      int chunks_per_rank, const std::string& out_root);
+
+/// The tensors of the (pp, tp) position of `config`'s layout (its tensor, pipeline, chunks and
+/// schedule's placement, as a run loads them), cut from the full tensors of `source`; the
+/// position's parameter table is added to `table` when given.
+std::vector<std::pair<std::string, torch::Tensor>> cut_shard(const Config& config,
+                                                             const FullTensorSource& source,
+                                                             int pp, int tp,
+                                                             std::vector<ParameterEntry>* table);
+/// A FullModelState's tensors, as a source.
+class StateSource : public FullTensorSource {
+ public:
+  explicit StateSource(const FullModelState& state) : state_(state) {}
+  std::vector<std::string> names() const override;
+  torch::Tensor get(const std::string& name) const override { return state_.tensors.at(name); }
+
+ private:
+  const FullModelState& state_;
+};
 
 /// The whole model (tp 1, pp 1, one chunk) holding `state`'s weights, in eval mode, on one
 /// process (`single` is its tp group of one): generation and the interop tests.

@@ -153,6 +153,27 @@ class YamlReader : public ConfigVisitor {
     value = parsed;
   }
 
+  void field(const std::string& key, std::vector<std::string>& value,
+             const std::vector<std::string>& choices, const char* /*doc*/) override {
+    note_key(key);
+    const YAML::Node node = child(key);
+    if (!node.IsDefined()) return;
+    const std::string valid = str("(valid: a list of ", join(choices, ", "), ")");
+    if (!node.IsSequence()) return fail(key, str(show(node), " is not a list ", valid));
+    std::vector<std::string> parsed;
+    for (const YAML::Node& item : node) {
+      const bool known = item.IsScalar() &&
+                         std::find(choices.begin(), choices.end(), item.Scalar()) != choices.end();
+      if (!known) {
+        const std::string hint = item.IsScalar() ? closest(item.Scalar(), choices) : "";
+        return fail(key, str("element ", show(item), " is not allowed ", valid,
+                             hint.empty() ? "" : str("; did you mean '", hint, "'?")));
+      }
+      parsed.push_back(item.Scalar());
+    }
+    value = parsed;
+  }
+
   const std::vector<std::string>& errors() const { return errors_; }
 
  private:
@@ -253,6 +274,10 @@ class YamlWriter : public ConfigVisitor {
   void field(const std::string& key, std::vector<int64_t>& value, IntRule, const char*) override {
     out_ << YAML::Key << key << YAML::Value << YAML::Flow << value;
   }
+  void field(const std::string& key, std::vector<std::string>& value,
+             const std::vector<std::string>&, const char*) override {
+    out_ << YAML::Key << key << YAML::Value << YAML::Flow << value;
+  }
 
  private:
   YAML::Emitter out_;
@@ -286,6 +311,10 @@ class KeyDescriber : public ConfigVisitor {
   void field(const std::string& key, std::vector<int64_t>& value, IntRule rule,
              const char* doc) override {
     line(key, "list of " + describe_int_rule(rule), str("[", join(value, ", "), "]"), doc);
+  }
+  void field(const std::string& key, std::vector<std::string>& value,
+             const std::vector<std::string>& choices, const char* doc) override {
+    line(key, "list of " + join(choices, " | "), str("[", join(value, ", "), "]"), doc);
   }
 
  private:

@@ -315,6 +315,25 @@ struct RunConfig {
   Device device = Device::kCpu;
 };
 
+/// Online re-layout (train/relayout.h, docs/relayout.md): after each listed step the job changes
+/// its tensor and pipeline sizes (dp takes the rest of the world), chunks and schedule in memory,
+/// without stopping. Each list is empty (keep the current value) or one value per step.
+struct RelayoutConfig {
+  /// Steps after which the layout changes, strictly increasing. Default [].
+  std::vector<int64_t> steps = {};
+  /// parallel.tensor from each step on; [] = keep. Default [].
+  std::vector<int64_t> tensor = {};
+  /// parallel.pipeline from each step on; [] = keep. Default [].
+  std::vector<int64_t> pipeline = {};
+  /// schedule.chunks_per_rank from each step on; [] = keep. Default [].
+  std::vector<int64_t> chunks_per_rank = {};
+  /// schedule.name from each step on; [] = keep (made to fit the chunks). Default [].
+  std::vector<std::string> schedule = {};
+  /// Also change on request: rank 0 looks for run.dir/relayout.yaml (parallel.tensor,
+  /// parallel.pipeline, schedule.name, schedule.chunks_per_rank) after every step. Default true.
+  bool on_request = true;
+};
+
 struct Config {
   ModelConfig model;
   ParallelConfig parallel;
@@ -327,6 +346,7 @@ struct Config {
   CommConfig comm;
   CheckpointConfig checkpoint;
   RunConfig run;
+  RelayoutConfig relayout;
 };
 
 /// The data-parallel shard level asked for: ddp.shard, or optimizer.shard: true's "optimizer".

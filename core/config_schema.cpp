@@ -253,6 +253,26 @@ void visit_run(Config& c, ConfigVisitor& v) {
 
 }  // namespace
 
+void visit_relayout(Config& c, ConfigVisitor& v) {
+  v.section("relayout", [&] {
+    v.field("steps", c.relayout.steps, kPositive,
+            "change the layout in memory after each of these steps (strictly increasing; "
+            "docs/relayout.md)");
+    v.field("tensor", c.relayout.tensor, kPositive,
+            "parallel.tensor from each step on (one per step; [] = keep)");
+    v.field("pipeline", c.relayout.pipeline, kPositive,
+            "parallel.pipeline from each step on (one per step; [] = keep); dp takes the rest");
+    v.field("chunks_per_rank", c.relayout.chunks_per_rank, IntRule{1, 64},
+            "schedule.chunks_per_rank from each step on (one per step; [] = keep)");
+    v.field("schedule", c.relayout.schedule, choice_names<ScheduleKind>(),
+            "schedule.name from each step on (one per step; [] = keep, fitted to the chunks)");
+    v.field("on_request", c.relayout.on_request,
+            "also change when run.dir/relayout.yaml appears (parallel.tensor, "
+            "parallel.pipeline, schedule.name, schedule.chunks_per_rank), after the step it is "
+            "seen at");
+  });
+}
+
 void visit_config(Config& c, ConfigVisitor& v) {
   visit_model(c, v);
   visit_parallel(c, v);
@@ -265,6 +285,7 @@ void visit_config(Config& c, ConfigVisitor& v) {
   visit_comm(c, v);
   visit_checkpoint(c, v);
   visit_run(c, v);
+  visit_relayout(c, v);
 }
 
 }  // namespace triax

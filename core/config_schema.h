@@ -41,6 +41,9 @@ class ConfigVisitor {
                      const std::vector<std::string>& choices, const char* doc) = 0;
   virtual void field(const std::string& key, std::vector<int64_t>& value, IntRule element_rule,
                      const char* doc) = 0;
+  /// A list of closed choices (`choices` the valid spellings of each element).
+  virtual void field(const std::string& key, std::vector<std::string>& value,
+                     const std::vector<std::string>& choices, const char* doc) = 0;
 };
 
 /// A closed choice: visited as its YAML spelling (so readers validate and writers print it like

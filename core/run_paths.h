@@ -32,6 +32,8 @@ class RunPaths {
   std::string lock() const { return under(".triax.lock"); }
   std::string profile() const { return under("profile.yaml"); }  ///< `triax calibrate`
   std::string sample() const { return under("sample.txt"); }
+  /// A layout change asked for while the job runs (relayout.on_request: train/relayout.h).
+  std::string relayout_request() const { return under("relayout"); }
   std::string loss_plot() const { return under("loss.png"); }
   std::string checkpoints() const { return under("checkpoints"); }
   std::string flight_dir() const { return under("flight"); }

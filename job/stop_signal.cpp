@@ -36,14 +36,16 @@ int stop_signal_received() {
   return received;
 }
 
-int agree_on_stop_signal(Communicator& world) {
+int agree_on_stop_signal(Communicator& world, bool* flag) {
   // A test's missing collective (Note [Fault injection]): this rank skips the agreement.
   if (fault_due("skip-collective")) return 0;
   const flight::Label label("stop-signal agreement");
   // Ranks may get a stop signal at different moments (or only some of them): agree on it.
-  torch::Tensor stop = torch::tensor({static_cast<double>(received)}, torch::kDouble);
+  torch::Tensor stop = torch::tensor(
+      {static_cast<double>(received), flag != nullptr && *flag ? 1.0 : 0.0}, torch::kDouble);
   world.all_reduce(stop, ReduceOp::kMax);
-  return static_cast<int>(stop.item<double>());
+  if (flag != nullptr) *flag = stop[1].item<double>() > 0;
+  return static_cast<int>(stop[0].item<double>());
 }
 
 }  // namespace triax

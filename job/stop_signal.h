@@ -13,7 +13,9 @@ namespace triax {
 void install_stop_signals();
 /// The signal received (SIGTERM or SIGUSR1), or 0.
 int stop_signal_received();
-/// The signal any rank of `world` received, on every rank (a max all-reduce), or 0.
-int agree_on_stop_signal(Communicator& world);
+/// The signal any rank of `world` received, on every rank (a max all-reduce), or 0. `flag`, when
+/// given, rides along: true on return when it was true on any rank (an online re-layout's
+/// request, seen by rank 0), so a step ends in one agreement.
+int agree_on_stop_signal(Communicator& world, bool* flag = nullptr);
 
 }  // namespace triax

@@ -36,7 +36,10 @@ std::unique_ptr<Communicator> split_named(Communicator& world, const RankGroups&
 
 ParallelContext::ParallelContext(std::shared_ptr<Communicator> world, ParallelLayout layout,
                                  const std::string& node_key, Hierarchical dp_gradients)
-    : world_(std::move(world)), layout_(std::move(layout)), dp_gradient_mode_(dp_gradients) {
+    : world_(std::move(world)),
+      node_key_(node_key),
+      layout_(std::move(layout)),
+      dp_gradient_mode_(dp_gradients) {
   TRIAX_CHECK(world_ != nullptr, "ParallelContext needs a world communicator");
   TRIAX_CHECK(world_->size() == layout_.world_size(), "the world communicator has ", world_->size(),
               " ranks but the layout is for ", layout_.world_size());

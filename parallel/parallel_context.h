@@ -43,6 +43,10 @@ class ParallelContext {
   int cp_size() const { return layout_.cp_size(); }
 
   Communicator& world() { return *world_; }
+  /// The world itself, for a context of another layout over the same ranks (an online
+  /// re-layout: train/relayout.h), with this rank's node key.
+  const std::shared_ptr<Communicator>& shared_world() const { return world_; }
+  const std::string& node_key() const { return node_key_; }
   Communicator& tp() { return *tp_; }
   Communicator& dp() { return *dp_; }
   Communicator& pp() { return *pp_; }
@@ -83,6 +87,7 @@ class ParallelContext {
 
  private:
   std::shared_ptr<Communicator> world_;
+  std::string node_key_;
   ParallelLayout layout_;
   RankCoord coord_;
   std::unique_ptr<Communicator> tp_, dp_, pp_, cp_, model_parallel_, embedding_;

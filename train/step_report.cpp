@@ -80,6 +80,14 @@ void StepReport::record(const StepOutcome& o, const std::vector<double>& memory_
   JsonLine record;
   record.add("step", o.step).add("loss", o.loss).add("lr", o.lr).add("grad_norm", o.grad_norm);
   if (o.metric) record.add(spec_.metric_key, *o.metric);
+  if (pending_relayout_) {
+    record.add("relayout_after_step", pending_relayout_->step)
+        .add("relayout_from", pending_relayout_->from)
+        .add("relayout_to", pending_relayout_->to)
+        .add("relayout_trigger", pending_relayout_->trigger)
+        .add("relayout_pause_s", pending_relayout_->seconds);
+    pending_relayout_.reset();
+  }
   if (should_log(o.step)) {
     const double units_per_s = interval_steps_ * units_per_step_ / interval_seconds_;
     const double mfu = units_per_s * flops_per_unit_ / peak_flops_;
@@ -113,6 +121,11 @@ std::string StepReport::log_line(const StepOutcome& o, const std::vector<double>
   return line + str(" | lr ", scientific(o.lr), " | grad norm ", fixed(o.grad_norm, 3), " | ",
                     fixed(units_per_s, 0), " ", spec_.unit_short, "/s | MFU ", fixed(100 * mfu, 2),
                     "% | peak mem ", fixed(peak, 0), " MiB/rank (max) | ETA ", duration(eta));
+}
+
+void StepReport::record_relayout(const RelayoutEvent& event) {
+  result_.relayouts.push_back(event);
+  pending_relayout_ = event;
 }
 
 TrainingResult StepReport::stopped(int64_t steps, int signal) {

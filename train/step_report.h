@@ -35,6 +35,14 @@ struct StepOutcome {
   int64_t metric_samples = 0;    ///< the samples it covers (all ranks)
 };
 
+/// An online layout change (train/relayout.h): after which step, from and to which layout, what
+/// asked for it, and how long training paused for it.
+struct RelayoutEvent {
+  int64_t step = 0;
+  std::string from, to, trigger;
+  double seconds = 0;
+};
+
 struct TrainingResult {
   int64_t steps = 0;
   std::vector<double> step_losses;
@@ -47,6 +55,7 @@ struct TrainingResult {
   double train_seconds = 0;          ///< the training loop, evaluations included
   std::string sample;                ///< generated text (empty if sample.tokens = 0)
   int stopped_by_signal = 0;         ///< SIGTERM/SIGUSR1 ended the run early (after a save)
+  std::vector<RelayoutEvent> relayouts;  ///< every layout change, in order
 };
 
 class StepReport {
@@ -60,6 +69,9 @@ class StepReport {
   bool should_log(int64_t step) const;
   /// Records a finished step; `memory_mib`: every rank's peak, on logging steps.
   void record(const StepOutcome& outcome, const std::vector<double>& memory_mib);
+  /// A layout change after the last recorded step: kept for the result, and written into the
+  /// next step's metrics record (relayout_* keys), so metrics.jsonl stays one record per step.
+  void record_relayout(const RelayoutEvent& event);
   /// The run stopped after `steps` on `signal` (a checkpoint was saved if it could be).
   TrainingResult stopped(int64_t steps, int signal);
   /// The run's result, and the summary line.
@@ -84,6 +96,7 @@ class StepReport {
   int64_t interval_steps_ = 0;
   double metric_;
   int64_t metric_samples_ = 0;
+  std::optional<RelayoutEvent> pending_relayout_;
 };
 
 /// Every rank's peak resident memory in MiB, in rank order (a collective over `world`).

@@ -2,11 +2,16 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include "checkpoint/background_save.h"
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/convert.h"
+#include "checkpoint/redistribute.h"
 #include "checkpoint/save_policy.h"
 #include "core/bf16_matmul.h"
 #include "core/compute_threads.h"
@@ -20,10 +25,12 @@
 #include "core/timing.h"
 #include "job/output_check.h"
 #include "job/stop_signal.h"
+#include "parallel/comm/gather_text.h"
 #include "schedules/pipeline_trace.h"
 #include "train/lr_schedule.h"
 #include "train/matmul_peak.h"
 #include "train/metrics_file.h"
+#include "train/relayout.h"
 #include "train/text_generator.h"
 
 namespace triax {
@@ -35,14 +42,18 @@ using Clock = std::chrono::steady_clock;
 
 Training::Training(const RunPlan& plan, ParallelContext& context, Clock::time_point process_start,
                    bool node_leader)
-    : plan_(plan), context_(context), process_start_(process_start), node_leader_(node_leader) {
+    : plan_(&plan),
+      context_(&context),
+      process_start_(process_start),
+      node_leader_(node_leader),
+      scheduled_(scheduled_layout_changes(plan.config)) {
   TRIAX_CHECK(plan.has_data, "Training needs a plan with its data open");
 }
 
 TrainingResult Training::run() {
-  Trainer trainer(plan_, context_);
-  const int64_t start = load_checkpoint(trainer);
-  const int64_t total = plan_.data.total_steps;
+  auto trainer = std::make_unique<Trainer>(*plan_, *context_);
+  const int64_t start = load_checkpoint(*trainer);
+  const int64_t total = plan_->data.total_steps;
   if (start >= total) {  // a requeued job that had already finished, or fewer steps configured
     log::info(str("nothing to train: the checkpoint is at step ", start, " and the run has ", total,
                   " steps (raise train.steps or train.epochs to continue)"));
@@ -50,11 +61,11 @@ TrainingResult Training::run() {
     done.steps = start;
     return done;
   }
-  StepReport report = start_report(trainer, start);
-  const TrainConfig& train = plan_.config.train;
-  const std::unique_ptr<BatchSource> batches = make_batch_source(plan_, context_.dp_rank());
-  const SavePolicy policy(plan_.config);
-  BackgroundSave saves(context_, plan_.config);
+  StepReport report = start_report(*trainer, start);
+  const TrainConfig& train = plan_->config.train;
+  std::unique_ptr<BatchSource> batches = make_batch_source(*plan_, context_->dp_rank());
+  const SavePolicy policy(plan_->config);
+  auto saves = std::make_unique<BackgroundSave>(*context_, plan_->config);
   for (int64_t step = start; step < total; ++step) {
     flight::set_step(step + 1);
     inject_step_fault();  // tests only (Note [Fault injection])
@@ -63,50 +74,157 @@ TrainingResult Training::run() {
     StepOutcome outcome;
     outcome.step = step + 1;
     outcome.lr = learning_rate(train, step, total);
-    trainer.set_learning_rate(outcome.lr);
-    trainer.set_tracing(tracing(outcome.step));
+    trainer->set_learning_rate(outcome.lr);
+    trainer->set_tracing(tracing(outcome.step));
     const Clock::time_point begin = Clock::now();
-    outcome.loss = trainer.step_local(local);
+    outcome.loss = trainer->step_local(local);
     outcome.seconds = seconds_since(begin);
-    outcome.grad_norm = trainer.last_grad_norm();
-    if (tracing(outcome.step)) write_trace(trainer, outcome.step);  // gathers over pp
+    outcome.grad_norm = trainer->last_grad_norm();
+    if (tracing(outcome.step)) write_trace(*trainer, outcome.step);  // gathers over pp
     if (evaluating(outcome.step)) {
-      const Evaluation metric = evaluate(trainer, *batches);
+      const Evaluation metric = evaluate(*trainer, *batches);
       outcome.metric = metric.mean;
       outcome.metric_samples = metric.samples;
     }
     const bool logging = report.should_log(outcome.step);
     report.record(outcome,
-                  logging ? gather_peak_memory_mib(context_.world()) : std::vector<double>{});
-    const int signal = agree_on_stop_signal(context_.world());
-    saves.poll();
+                  logging ? gather_peak_memory_mib(context_->world()) : std::vector<double>{});
+    // One agreement on a stop signal and on a change requested through run.dir.
+    bool requested = request_seen();
+    const int signal = agree_on_stop_signal(context_->world(), &requested);
+    saves->poll();
     const bool last = outcome.step == total;
     if (policy.due(outcome.step, last, signal != 0)) {
-      save(trainer, saves, outcome.step, last || signal != 0);
+      save(*trainer, *saves, outcome.step, last || signal != 0);
     }
     if (signal != 0) {
-      saves.finish();
+      saves->finish();
       return report.stopped(outcome.step, signal);
     }
+    if (last) break;
+    if (std::optional<Relayout> change = due_change(outcome.step, requested)) {
+      change_layout(*change, trainer, batches, saves, report);
+    }
   }
-  saves.finish();
+  saves->finish();
   TrainingResult result = report.finish();
-  if (trainer.spec().generates_text) result.sample = write_sample(trainer);
+  if (trainer->spec().generates_text) result.sample = write_sample(*trainer);
   return result;
+}
+
+bool Training::request_seen() const {
+  const Config& c = plan_->config;
+  if (!c.relayout.on_request || context_->rank() != 0) return false;
+  const RunPaths paths(c.run.dir);
+  return paths.enabled() && std::filesystem::exists(paths.relayout_request());
+}
+
+std::optional<Training::Relayout> Training::due_change(int64_t step, bool requested) {
+  for (const LayoutChange& change : scheduled_) {
+    if (change.step == step) return Relayout{change, plan_run(apply_layout_change(*plan_, change),
+                                                              context_->world_size(),
+                                                              DataCheck::kSkip)};
+  }
+  if (!requested) return std::nullopt;
+  // Rank 0 read the file; every rank parses and plans the same text, so all reach one verdict.
+  const RunPaths paths(plan_->config.run.dir);
+  const std::string path = paths.relayout_request();
+  std::string text;
+  if (context_->rank() == 0) {
+    std::ifstream file(path);
+    std::stringstream content;
+    content << file.rdbuf();
+    text = content.str();
+  }
+  text = all_gather_text(context_->world(), text).front();
+  namespace fs = std::filesystem;
+  try {
+    const LayoutChange change = parse_layout_request(text, step, path);
+    Relayout relayout{change, plan_run(apply_layout_change(*plan_, change),
+                                       context_->world_size(), DataCheck::kSkip)};
+    if (context_->rank() == 0) fs::rename(path, path + ".done");
+    return relayout;
+  } catch (const ConfigError& e) {
+    if (context_->rank() == 0) {
+      log::warn(str("layout change requested after step ", step, " refused; training goes on at ",
+                    layout_name(*plan_), ": ", e.what(), " (the request is kept as ", path,
+                    ".rejected)"));
+      fs::rename(path, path + ".rejected");
+    }
+    return std::nullopt;
+  }
+}
+
+void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer,
+                             std::unique_ptr<BatchSource>& batches,
+                             std::unique_ptr<BackgroundSave>& saves, StepReport& report) {
+  const Clock::time_point begin = Clock::now();
+  const int64_t step = change.change.step;
+  saves->finish();  // a background save of the old layout completes on it
+  const std::string from = layout_name(*plan_);
+  FullModelState state = gather_full_state(*context_, plan_->config, step,
+                                           trainer->checkpoint_contents());
+  const double gathered = seconds_since(begin);
+  // The old layout's pieces go before the new ones are built: at most one model per rank, beside
+  // the gathered state.
+  saves.reset();
+  batches.reset();
+  trainer.reset();
+  auto plan = std::make_unique<RunPlan>(std::move(change.plan));
+  // The datasets stay open: what they allow depends on the global batch, which is kept.
+  plan->has_data = plan_->has_data;
+  plan->data_note = plan_->data_note;
+  plan->data = plan_->data;
+  plan->corpus = plan_->corpus;
+  plan->images = plan_->images;
+  plan->test_images = plan_->test_images;
+  auto context = std::make_unique<ParallelContext>(context_->shared_world(), plan->layout,
+                                                   context_->node_key(),
+                                                   plan->config.ddp.hierarchical);
+  plans_.push_back(std::move(plan));
+  plan_ = plans_.back().get();
+  owned_context_ = std::move(context);  // the previous one's groups are freed here
+  context_ = owned_context_.get();
+  log::set_prefix(context_->prefix());
+  trainer = std::make_unique<Trainer>(*plan_, *context_);
+  std::map<std::string, torch::Tensor> shard;
+  for (auto& [name, tensor] :
+       cut_shard(plan_->config, StateSource(state), context_->pp_rank(), context_->tp_rank(),
+                 nullptr)) {
+    shard.emplace(name, std::move(tensor));
+  }
+  trainer->load_state_tensors(shard);
+  batches = make_batch_source(*plan_, context_->dp_rank());
+  saves = std::make_unique<BackgroundSave>(*context_, plan_->config);
+  context_->world().barrier();
+  RelayoutEvent event;
+  event.step = step;
+  event.from = from;
+  event.to = layout_name(*plan_);
+  event.trigger = change.change.trigger;
+  event.seconds = seconds_since(begin);
+  log::info(str("layout changed after step ", step, " (", event.trigger, ") in ",
+                fixed(event.seconds, 2), " s (state gathered in ", fixed(gathered, 2),
+                " s): ", event.from, " -> ", event.to, "\n", context_->table()));
+  if (change.change.trigger.find(".steps[") == std::string::npos) {
+    log::info(str("a layout changed on request: to resume from a later checkpoint, add ",
+                  resume_hint(*plan_), " (or list the change in relayout.steps)"));
+  }
+  report.record_relayout(event);
 }
 
 int64_t Training::load_checkpoint(Trainer& trainer) {
   if (!resume_) return 0;
   const Clock::time_point start = Clock::now();
   trainer.load_state_tensors(
-      load_checkpoint_shard(*resume_, context_.pp_rank(), context_.tp_rank()));
-  context_.world().barrier();
+      load_checkpoint_shard(*resume_, context_->pp_rank(), context_->tp_rank()));
+  context_->world().barrier();
   // data_written_at is 0 for checkpoints made by `triax reshard`/`import`, not by a run.
   const std::string origin = resume_->data_written_at > 0
                                  ? str("written at dp ", resume_->data_written_at)
                                  : std::string("converted offline");
   log::info(str("resumed from ", resume_->dir, " after step ", resume_->step, " (",
-                resume_->consumed_samples, " samples; ", origin, ", now dp ", context_.dp_size(),
+                resume_->consumed_samples, " samples; ", origin, ", now dp ", context_->dp_size(),
                 ") in ", fixed(seconds_since(start), 2), " s"));
   return resume_->step;
 }
@@ -114,33 +232,33 @@ int64_t Training::load_checkpoint(Trainer& trainer) {
 StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
   const double peak = peak_flops(trainer.device());
   const ModelSpec& spec = trainer.spec();
-  const double flops_per_unit = spec.flops_per_unit(plan_.config.model);
+  const double flops_per_unit = spec.flops_per_unit(plan_->config.model);
   const std::string unit = std::string(spec.unit).substr(0, std::string(spec.unit).size() - 1);
-  const DataPlan& data = plan_.data;
+  const DataPlan& data = plan_->data;
   const Schedule& schedule = trainer.schedule();
   log::info(str(spec.name, ": ", trainer.model_parameters(), " parameters, ",
                 fixed(flops_per_unit / 1e6, 2), " MFLOP per ", unit, " (", spec.flops_rule, "); ",
-                plan_.batch.describe(), "; schedule ", schedule.name, " (", schedule.microbatches,
+                plan_->batch.describe(), "; schedule ", schedule.name, " (", schedule.microbatches,
                 " micro-batches, ", schedule.chunks, " chunk(s) per rank)"));
-  log::info(plan_.numerics_guarantee());
-  const ShardLevel level = shard_level(plan_.config);
+  log::info(plan_->numerics_guarantee());
+  const ShardLevel level = shard_level(plan_->config);
   if (level != ShardLevel::kNone) {
-    const int64_t group = plan_.config.optimizer.shard_group;
+    const int64_t group = plan_->config.optimizer.shard_group;
     // Over dp, or dp x cp under context parallelism (the ranks with the same weights).
-    const int replicas = context_.replica().size();
+    const int replicas = context_->replica().size();
     const int shards = group > 0 ? static_cast<int>(group) : replicas;
     const double mib = 1024.0 * 1024.0;
     // Under layout-invariant numerics ZeRO-2 reduces as ZeRO-1 (the micro-batch tree needs whole
     // gradients): the line says what runs.
     const bool as_zero1 = level == ShardLevel::kGradients &&
-                          plan_.config.train.numerics == Numerics::kLayoutInvariant;
+                          plan_->config.train.numerics == Numerics::kLayoutInvariant;
     const int stage = level == ShardLevel::kParameters               ? 3
                       : level == ShardLevel::kGradients && !as_zero1 ? 2
                                                                      : 1;
-    const bool bf16_weights = plan_.config.train.param_dtype == Precision::kBf16;
+    const bool bf16_weights = plan_->config.train.param_dtype == Precision::kBf16;
     log::info(str("sharded data parallelism: ddp.shard ", level, " (ZeRO-", stage,
                   as_zero1 ? ": layout-invariant numerics reduce whole gradients" : "", ") over ",
-                  shards, context_.cp_size() > 1 ? " dp x cp rank(s)" : " dp rank(s)",
+                  shards, context_->cp_size() > 1 ? " dp x cp rank(s)" : " dp rank(s)",
                   shards < replicas ? str(", replicated ", replicas / shards, " times (hybrid)")
                                     : std::string(),
                   "; rank 0 holds ",
@@ -153,43 +271,43 @@ StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
                   bf16_weights ? " MiB of bf16 working weights between steps"
                                : " MiB of parameters between steps"));
   }
-  const int64_t units = spec.units_per_sample(plan_.config.model);
+  const int64_t units = spec.units_per_sample(plan_->config.model);
   log::info(str("data: ", data.train_samples, " training samples",
                 units > 1 ? str(" of ", units, " ", spec.unit) : std::string(), " (",
                 data.steps_per_epoch, " steps per epoch), ", data.val_samples, " for ",
                 spec.metric_name, "; ", data.total_steps, " steps; MFU against a peak of ",
                 fixed(peak / 1e12, 3), " TFLOP/s (",
-                plan_.config.run.peak_tflops > 0 ? std::string("run.peak_tflops x ranks")
-                : trainer.device().is_cuda()     ? str(MixedPrecision(plan_.config).describe(true),
+                plan_->config.run.peak_tflops > 0 ? std::string("run.peak_tflops x ranks")
+                : trainer.device().is_cuda()     ? str(MixedPrecision(plan_->config).describe(true),
                                                        " matmul measured on ", trainer.device().str())
-                                                 : str(MixedPrecision(plan_.config).describe(),
+                                                 : str(MixedPrecision(plan_->config).describe(),
                                                        " matmul measured on all cores of each node"),
                 ")"));
   std::ofstream metrics;
-  const RunPaths paths(plan_.config.run.dir);
+  const RunPaths paths(plan_->config.run.dir);
   const std::string path = paths.metrics();
-  if (paths.enabled() && context_.rank() == 0) {
+  if (paths.enabled() && context_->rank() == 0) {
     metrics = open_metrics_file(path, resume_ ? start_step : -1);
   }
-  return StepReport(plan_, spec, start_step, peak, process_start_, std::move(metrics), path);
+  return StepReport(*plan_, spec, start_step, peak, process_start_, std::move(metrics), path);
 }
 
 double Training::peak_flops(const torch::Device& device) {
-  const RunConfig& run = plan_.config.run;
-  if (run.peak_tflops > 0) return run.peak_tflops * 1e12 * context_.world().size();
+  const RunConfig& run = plan_->config.run;
+  if (run.peak_tflops > 0) return run.peak_tflops * 1e12 * context_->world().size();
   // One rank per node measures with all of the node's cores while the others wait, so the sum
   // over nodes is the hardware's peak however many ranks share it.
   // The others sleep rather than poll meanwhile: a polling rank would take the cores measured.
-  context_.world().barrier();
+  context_->world().barrier();
   double mine = 0;
   if (node_leader_) {
     const int threads = torch::get_num_threads();
     set_compute_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-    mine = measure_matmul_tflops(MixedPrecision(plan_.config), device) * 1e12;
+    mine = measure_matmul_tflops(MixedPrecision(plan_->config), device) * 1e12;
     set_compute_threads(threads);
-    context_.world().barrier();
+    context_->world().barrier();
   } else {
-    const WorkPtr done = context_.world().barrier_async();
+    const WorkPtr done = context_->world().barrier_async();
     const Clock::time_point start = Clock::now();
     while (!done->is_completed()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -197,24 +315,24 @@ double Training::peak_flops(const torch::Device& device) {
     }
   }
   torch::Tensor total = torch::tensor({mine}, torch::kDouble);
-  context_.world().all_reduce(total, ReduceOp::kSum);
+  context_->world().all_reduce(total, ReduceOp::kSum);
   return total.item<double>();
 }
 
 bool Training::tracing(int64_t step) const {
-  return !plan_.config.schedule.trace.empty() && step == plan_.config.schedule.trace_step;
+  return !plan_->config.schedule.trace.empty() && step == plan_->config.schedule.trace_step;
 }
 
 bool Training::evaluating(int64_t step) const {
-  const int64_t every = plan_.config.train.eval_every;
-  return step == plan_.data.total_steps || (every > 0 && step % every == 0);
+  const int64_t every = plan_->config.train.eval_every;
+  return step == plan_->data.total_steps || (every > 0 && step % every == 0);
 }
 
 void Training::write_trace(Trainer& trainer, int64_t step) {
   trainer.set_tracing(false);
-  const PipelineTrace trace = gather_trace(context_.pp(), trainer.trace());
-  if (context_.rank() != 0) return;
-  const std::string& path = plan_.config.schedule.trace;
+  const PipelineTrace trace = gather_trace(context_->pp(), trainer.trace());
+  if (context_->rank() != 0) return;
+  const std::string& path = plan_->config.schedule.trace;
   std::ofstream file(path);
   file << chrome_trace_json(trace, str("triax ", trainer.schedule().name, " step ", step));
   check_written(file, path, "the pipeline trace (schedule.trace)");
@@ -237,7 +355,7 @@ Training::Evaluation Training::evaluate(Trainer& trainer, BatchSource& batches) 
 
 void Training::save(Trainer& trainer, BackgroundSave& saves, int64_t step, bool wait) {
   const Clock::time_point start = Clock::now();
-  const CheckpointLayout layout{trainer.schedule().chunks, plan_.batch.global_batch};
+  const CheckpointLayout layout{trainer.schedule().chunks, plan_->batch.global_batch};
   // Every rank builds the contents (a sharded optimizer streams its slices over dp, a bucket at
   // a time); dp rank 0 writes them.
   CheckpointContents contents = trainer.checkpoint_contents(saves.background(wait));
@@ -249,17 +367,17 @@ void Training::save(Trainer& trainer, BackgroundSave& saves, int64_t step, bool 
 }
 
 std::string Training::write_sample(Trainer& trainer) {
-  const SampleConfig& sample = plan_.config.sample;
+  const SampleConfig& sample = plan_->config.sample;
   if (sample.tokens <= 0) return "";
-  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(plan_.config.data.tokenizer);
-  const std::string text = generate_text(trainer, context_, plan_.config, *tokenizer);
+  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(plan_->config.data.tokenizer);
+  const std::string text = generate_text(trainer, *context_, plan_->config, *tokenizer);
   const std::string how = sample.top_k <= 1
                               ? std::string("greedy")
                               : str("top-k ", sample.top_k, ", temperature ", sample.temperature);
   log::info(str("sample (", how, ", ", sample.tokens, " tokens after the prompt):\n",
                 printable(text), "\n--- end of sample"));
-  const RunPaths paths(plan_.config.run.dir);
-  if (paths.enabled() && context_.rank() == 0) {
+  const RunPaths paths(plan_->config.run.dir);
+  if (paths.enabled() && context_->rank() == 0) {
     const std::string path = paths.sample();
     std::ofstream file(path);
     file << text << "\n";

@@ -6,16 +6,20 @@
 // one step, evaluates (the model spec's metric), reports (train/step_report.h), agrees with the
 // other ranks on a stop signal, and saves a checkpoint when the policy says so
 // (checkpoint/save_policy.h). It resumes from a checkpoint and, for a language model, ends with a
-// sample of generated text.
+// sample of generated text. After the steps relayout.steps lists, or a request in run.dir, it
+// changes the layout in memory and goes on (train/relayout.h, docs/relayout.md).
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "checkpoint/background_save.h"
 #include "checkpoint/manifest.h"
 #include "parallel/parallel_context.h"
 #include "train/batch_source.h"
+#include "train/relayout.h"
 #include "train/run_plan.h"
 #include "train/step_report.h"
 #include "train/trainer.h"
@@ -52,11 +56,31 @@ class Training {
   void save(Trainer& trainer, BackgroundSave& saves, int64_t step, bool wait);
   std::string write_sample(Trainer& trainer);
 
-  const RunPlan& plan_;
-  ParallelContext& context_;
+  /// A change about to happen: what was asked and the plan of the layout after it.
+  struct Relayout {
+    LayoutChange change;
+    RunPlan plan;
+  };
+  /// Rank 0: run.dir/relayout is there (relayout.on_request).
+  bool request_seen() const;
+  /// The change due after `step`: a scheduled one, or the request file's (`requested`: any rank
+  /// saw it) when it parses and plans; a refused request is logged and training goes on.
+  std::optional<Relayout> due_change(int64_t step, bool requested);
+  /// Carries a change out (collective): the state gathered in memory, the old layout's trainer,
+  /// batches and saves replaced by the new layout's, which load their shard of the state.
+  void change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer,
+                     std::unique_ptr<BatchSource>& batches, std::unique_ptr<BackgroundSave>& saves,
+                     StepReport& report);
+
+  // The plan and groups in effect: the caller's until a layout change, then this object's.
+  const RunPlan* plan_;
+  ParallelContext* context_;
+  std::vector<std::unique_ptr<RunPlan>> plans_;  // every plan since the start (the report's)
+  std::unique_ptr<ParallelContext> owned_context_;
   std::chrono::steady_clock::time_point process_start_;
   bool node_leader_;
   std::optional<Manifest> resume_;
+  std::vector<LayoutChange> scheduled_;  // relayout.steps
 };
 
 }  // namespace triax

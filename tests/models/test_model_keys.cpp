@@ -53,6 +53,10 @@ class FieldWalk : public ConfigVisitor {
       for (int64_t& v : value) v *= 2;
     }
   }
+  void field(const std::string& key, std::vector<std::string>&, const std::vector<std::string>&,
+             const char*) override {
+    hit(key);
+  }
 
  private:
   bool hit(const std::string& key) {

@@ -21,6 +21,7 @@
 #include "job/run_outputs.h"
 #include "parallel/parallel_context.h"
 #include "tools/auto_layout.h"
+#include "train/relayout.h"
 #include "train/run_plan.h"
 #include "train/training.h"
 
@@ -40,8 +41,19 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     plan = plan_run(resolve_auto_layout(load_config(args.config_path, args.overrides),
                                         launch.world_size, launch_nodes(launch), args.resume),
                     launch.world_size);
+    check_layout_changes(plan->config, launch.world_size, plan->data.total_steps);
     const std::string resume = resolve_resume_spec(args.resume, plan->config);
-    if (!resume.empty()) checkpoint = read_checkpoint(resume, plan->config);
+    if (!resume.empty()) {
+      // A checkpoint written after a scheduled layout change resumes on the layout then in
+      // effect (relayout.steps), as the run that wrote it would have gone on.
+      if (!plan->config.relayout.steps.empty()) {
+        const int64_t step = open_checkpoint(resume, checkpoint_root(plan->config)).step;
+        if (step >= plan->config.relayout.steps.front()) {
+          plan = plan_run(layout_at(plan->config, launch.world_size, step), launch.world_size);
+        }
+      }
+      checkpoint = read_checkpoint(resume, plan->config);
+    }
     return plan->config;
   };
   steps.claim_outputs = [&](const JobStart& start) {
