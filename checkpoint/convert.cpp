@@ -62,9 +62,8 @@ std::vector<std::string> StateSource::names() const {
 }
 
 FullModelState read_full_state(const Manifest& manifest) {
-  return full_state_of(manifest, [](const ShardEntry& shard) {
-    return load_safetensors(shard.file).tensors;
-  });
+  return full_state_of(
+      manifest, [](const ShardEntry& shard) { return load_safetensors(shard.file).tensors; });
 }
 
 FullModelState full_state_of(const Manifest& manifest, const ShardReader& read) {
@@ -169,8 +168,8 @@ void add_chunk_tensors(const ChunkLayout& layout, int c, int tp, int tensor,
 }  // namespace
 
 std::vector<std::pair<std::string, torch::Tensor>> cut_shard(const Config& config,
-                                                             const FullTensorSource& source,
-                                                             int pp, int tp,
+                                                             const FullTensorSource& source, int pp,
+                                                             int tp,
                                                              std::vector<ParameterEntry>* table) {
   const int tensor = static_cast<int>(config.parallel.tensor);
   const int chunks_per_rank = static_cast<int>(config.schedule.chunks_per_rank);

@@ -73,8 +73,8 @@ std::string write_sharded_checkpoint(const FullModelState& state, int tensor, in
 /// schedule's placement, as a run loads them), cut from the full tensors of `source`; the
 /// position's parameter table is added to `table` when given.
 std::vector<std::pair<std::string, torch::Tensor>> cut_shard(const Config& config,
-                                                             const FullTensorSource& source,
-                                                             int pp, int tp,
+                                                             const FullTensorSource& source, int pp,
+                                                             int tp,
                                                              std::vector<ParameterEntry>* table);
 /// A FullModelState's tensors, as a source.
 class StateSource : public FullTensorSource {

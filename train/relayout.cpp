@@ -35,8 +35,8 @@ int64_t positive_integer(const std::string& key, const std::string& value,
     used = 0;
   }
   if (used == 0 || used != value.size() || parsed < 1) {
-    throw ConfigError(str(path, ": ", key, ": '", value,
-                          "' is not a positive integer (valid: 1, 2, ...)"));
+    throw ConfigError(
+        str(path, ": ", key, ": '", value, "' is not a positive integer (valid: 1, 2, ...)"));
   }
   return parsed;
 }
@@ -108,9 +108,9 @@ void check_layout_changes(const Config& config, int world, int64_t total_steps) 
   Config current = config;
   for (const LayoutChange& change : scheduled_layout_changes(config)) {
     if (change.step >= total_steps) {
-      throw ConfigError(str(change.trigger, ": step ", change.step, " is not before the run's last",
-                            " step ", total_steps, ", so the change would never happen (valid: 1 .. ",
-                            total_steps - 1, ")"));
+      throw ConfigError(str(
+          change.trigger, ": step ", change.step, " is not before the run's last", " step ",
+          total_steps, ", so the change would never happen (valid: 1 .. ", total_steps - 1, ")"));
     }
     try {
       current = apply_layout_change(plan_run(current, world, DataCheck::kSkip), change);
@@ -139,8 +139,8 @@ LayoutChange parse_layout_request(const std::string& text, int64_t step, const s
     line = line.substr(first, last - first + 1);
     const size_t eq = line.find('=');
     if (eq == std::string::npos) {
-      throw ConfigError(str(path, ": '", line, "' is not key=value (valid keys: ",
-                            join(keys, ", "), ")"));
+      throw ConfigError(
+          str(path, ": '", line, "' is not key=value (valid keys: ", join(keys, ", "), ")"));
     }
     std::string key = line.substr(0, eq), value = line.substr(eq + 1);
     key.erase(key.find_last_not_of(" \t") + 1);
@@ -160,9 +160,9 @@ LayoutChange parse_layout_request(const std::string& text, int64_t step, const s
       change.schedule = kind;
     } else {
       const std::string hint = closest(key, keys);
-      throw ConfigError(str(path, ": '", key, "' cannot change while training (valid: ",
-                            join(keys, ", "), hint.empty() ? "" : str("; did you mean '", hint, "'?"),
-                            ")"));
+      throw ConfigError(str(path, ": '", key,
+                            "' cannot change while training (valid: ", join(keys, ", "),
+                            hint.empty() ? "" : str("; did you mean '", hint, "'?"), ")"));
     }
   }
   if (!change.tensor && !change.pipeline && !change.chunks_per_rank && !change.schedule) {
@@ -181,8 +181,9 @@ std::string layout_name(const RunPlan& plan) {
 
 std::string resume_hint(const RunPlan& plan) {
   const Config& c = plan.config;
-  return str("--set parallel.tensor=", c.parallel.tensor, " --set parallel.pipeline=",
-             c.parallel.pipeline, " --set schedule.name=", c.schedule.name,
+  return str("--set parallel.tensor=", c.parallel.tensor,
+             " --set parallel.pipeline=", c.parallel.pipeline,
+             " --set schedule.name=", c.schedule.name,
              " --set schedule.chunks_per_rank=", c.schedule.chunks_per_rank,
              " --set train.micro_batch=", plan.batch.micro_batch,
              " --set schedule.microbatches=0 --set schedule.layer_boundaries=[]");

@@ -46,15 +46,15 @@ struct RelayoutEvent {
 struct TrainingResult {
   int64_t steps = 0;
   std::vector<double> step_losses;
-  double metric = 0;                 ///< the evaluation metric at the end (GPT: val loss)
-  int64_t metric_samples = 0;        ///< the samples it covers
-  double units_per_second = 0;       ///< global tokens (GPT) or samples (MLP) per second, after
-                                     ///< the first step
-  double mfu = 0;                    ///< model FLOP utilisation over the same steps
-  double seconds_to_first_step = 0;  ///< process start to the end of step 1
-  double train_seconds = 0;          ///< the training loop, evaluations included
-  std::string sample;                ///< generated text (empty if sample.tokens = 0)
-  int stopped_by_signal = 0;         ///< SIGTERM/SIGUSR1 ended the run early (after a save)
+  double metric = 0;                     ///< the evaluation metric at the end (GPT: val loss)
+  int64_t metric_samples = 0;            ///< the samples it covers
+  double units_per_second = 0;           ///< global tokens (GPT) or samples (MLP) per second, after
+                                         ///< the first step
+  double mfu = 0;                        ///< model FLOP utilisation over the same steps
+  double seconds_to_first_step = 0;      ///< process start to the end of step 1
+  double train_seconds = 0;              ///< the training loop, evaluations included
+  std::string sample;                    ///< generated text (empty if sample.tokens = 0)
+  int stopped_by_signal = 0;             ///< SIGTERM/SIGUSR1 ended the run early (after a save)
   std::vector<RelayoutEvent> relayouts;  ///< every layout change, in order
 };
 

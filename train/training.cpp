@@ -121,9 +121,9 @@ bool Training::request_seen() const {
 
 std::optional<Training::Relayout> Training::due_change(int64_t step, bool requested) {
   for (const LayoutChange& change : scheduled_) {
-    if (change.step == step) return Relayout{change, plan_run(apply_layout_change(*plan_, change),
-                                                              context_->world_size(),
-                                                              DataCheck::kSkip)};
+    if (change.step == step)
+      return Relayout{change, plan_run(apply_layout_change(*plan_, change), context_->world_size(),
+                                       DataCheck::kSkip)};
   }
   if (!requested) return std::nullopt;
   // Rank 0 read the file; every rank parses and plans the same text, so all reach one verdict.
@@ -140,8 +140,8 @@ std::optional<Training::Relayout> Training::due_change(int64_t step, bool reques
   namespace fs = std::filesystem;
   try {
     const LayoutChange change = parse_layout_request(text, step, path);
-    Relayout relayout{change, plan_run(apply_layout_change(*plan_, change),
-                                       context_->world_size(), DataCheck::kSkip)};
+    Relayout relayout{change, plan_run(apply_layout_change(*plan_, change), context_->world_size(),
+                                       DataCheck::kSkip)};
     if (context_->rank() == 0) fs::rename(path, path + ".done");
     return relayout;
   } catch (const ConfigError& e) {
@@ -162,8 +162,8 @@ void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer
   const int64_t step = change.change.step;
   saves->finish();  // a background save of the old layout completes on it
   const std::string from = layout_name(*plan_);
-  FullModelState state = gather_full_state(*context_, plan_->config, step,
-                                           trainer->checkpoint_contents());
+  FullModelState state =
+      gather_full_state(*context_, plan_->config, step, trainer->checkpoint_contents());
   const double gathered = seconds_since(begin);
   // The old layout's pieces go before the new ones are built: at most one model per rank, beside
   // the gathered state.
@@ -178,9 +178,8 @@ void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer
   plan->corpus = plan_->corpus;
   plan->images = plan_->images;
   plan->test_images = plan_->test_images;
-  auto context = std::make_unique<ParallelContext>(context_->shared_world(), plan->layout,
-                                                   context_->node_key(),
-                                                   plan->config.ddp.hierarchical);
+  auto context = std::make_unique<ParallelContext>(
+      context_->shared_world(), plan->layout, context_->node_key(), plan->config.ddp.hierarchical);
   plans_.push_back(std::move(plan));
   plan_ = plans_.back().get();
   owned_context_ = std::move(context);  // the previous one's groups are freed here
@@ -188,9 +187,8 @@ void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer
   log::set_prefix(context_->prefix());
   trainer = std::make_unique<Trainer>(*plan_, *context_);
   std::map<std::string, torch::Tensor> shard;
-  for (auto& [name, tensor] :
-       cut_shard(plan_->config, StateSource(state), context_->pp_rank(), context_->tp_rank(),
-                 nullptr)) {
+  for (auto& [name, tensor] : cut_shard(plan_->config, StateSource(state), context_->pp_rank(),
+                                        context_->tp_rank(), nullptr)) {
     shard.emplace(name, std::move(tensor));
   }
   trainer->load_state_tensors(shard);
@@ -278,10 +276,10 @@ StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
                 spec.metric_name, "; ", data.total_steps, " steps; MFU against a peak of ",
                 fixed(peak / 1e12, 3), " TFLOP/s (",
                 plan_->config.run.peak_tflops > 0 ? std::string("run.peak_tflops x ranks")
-                : trainer.device().is_cuda()     ? str(MixedPrecision(plan_->config).describe(true),
-                                                       " matmul measured on ", trainer.device().str())
-                                                 : str(MixedPrecision(plan_->config).describe(),
-                                                       " matmul measured on all cores of each node"),
+                : trainer.device().is_cuda() ? str(MixedPrecision(plan_->config).describe(true),
+                                                   " matmul measured on ", trainer.device().str())
+                                             : str(MixedPrecision(plan_->config).describe(),
+                                                   " matmul measured on all cores of each node"),
                 ")"));
   std::ofstream metrics;
   const RunPaths paths(plan_->config.run.dir);
