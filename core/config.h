@@ -129,6 +129,11 @@ struct TrainConfig {
   Recompute recompute = Recompute::kNone;
   /// With recompute "full": blocks per pipeline chunk to recompute, from its first; 0 = all.
   int64_t recompute_layers = 0;
+  /// The first N transformer layers and the embedding (with tied embeddings also the head that
+  /// shares it) are frozen: no gradients, no updates, no gradient communication, and the stage
+  /// split counts them as forward only. The freeze algorithm raises it as training goes
+  /// (freeze.*). Default 0.
+  int64_t frozen_layers = 0;
   /// Compute precision: "fp32", or "bf16" (matmuls and attention's batched matmuls in bf16;
   /// softmax, norms, the residual stream, the loss, gradients, optimizer and checkpoints in fp32:
   /// the parameters are the fp32 master weights). Default "fp32".
@@ -334,6 +339,28 @@ struct RelayoutConfig {
   bool on_request = true;
 };
 
+/// The freeze algorithm (PipeTransformer's; train/freeze.h, docs/relayout.md): every `every`
+/// steps it may freeze more of the bottom layers (and the embedding), then AutoPipe packs the
+/// active layers into fewer stages and AutoDP widens dp (an online re-layout).
+struct FreezeConfig {
+  /// Steps between freeze decisions; 0 = no freezing. Default 0.
+  int64_t every = 0;
+  /// No decision before this step (the learning rate's warm-up, say). Default 0.
+  int64_t start = 0;
+  /// At most this fraction of the active layers freezes at one decision (the paper's alpha).
+  /// Default 0.5.
+  double rate = 0.5;
+  /// At most this fraction of the layers is ever frozen. Default 0.75.
+  double max_fraction = 0.75;
+  /// "gradient_norm" (freeze through the active layer whose gradient norm over the last `every`
+  /// steps is least, bounded by rate) or "progressive" (rate of the active layers each time).
+  /// Default "gradient_norm".
+  FreezeCriterion criterion = FreezeCriterion::kGradientNorm;
+  /// After a freeze, re-partition the active layers into the fewest stages that stay balanced
+  /// (AutoPipe) and give the freed ranks to dp (AutoDP); false = freeze in place. Default true.
+  bool relayout = true;
+};
+
 struct Config {
   ModelConfig model;
   ParallelConfig parallel;
@@ -347,6 +374,7 @@ struct Config {
   CheckpointConfig checkpoint;
   RunConfig run;
   RelayoutConfig relayout;
+  FreezeConfig freeze;
 };
 
 /// The data-parallel shard level asked for: ddp.shard, or optimizer.shard: true's "optimizer".

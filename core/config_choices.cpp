@@ -23,6 +23,7 @@ TRIAX_CHOICE_NAMES(Numerics, "fast", "layout_invariant")
 TRIAX_CHOICE_NAMES(ShardLevel, "none", "optimizer", "gradients", "parameters")
 TRIAX_CHOICE_NAMES(Device, "cpu", "cuda")
 TRIAX_CHOICE_NAMES(ContextMode, "ring", "all_to_all")
+TRIAX_CHOICE_NAMES(FreezeCriterion, "gradient_norm", "progressive")
 
 #undef TRIAX_CHOICE_NAMES
 

@@ -1,7 +1,7 @@
 // defines: triax::ModelKind, triax::OptimizerKind, triax::Recompute, triax::LrDecay,
 //          triax::ScheduleKind, triax::Activation, triax::Hierarchical, triax::Backend,
 //          triax::Precision, triax::Bf16Matmul, triax::Numerics, triax::ShardLevel, triax::Device,
-//          triax::ContextMode, triax::choice_names, triax::choice_name, triax::parse_choice
+//          triax::ContextMode, triax::FreezeCriterion, triax::choice_names, triax::choice_name, triax::parse_choice
 //
 // Every closed choice of the YAML as an enum, decided once when the file is read: the schema
 // (config_schema.cpp) parses the spelling into the enum and writes it back, and the rest of the
@@ -34,6 +34,8 @@ enum class ShardLevel { kNone, kOptimizer, kGradients, kParameters };
 enum class Device { kCpu, kCuda };  ///< run.device
 /// parallel.context_mode: how attention sees the positions other cp ranks hold (parallel/cp).
 enum class ContextMode { kRing, kAllToAll };
+/// freeze.criterion: how the freeze algorithm picks the layers that stop learning (train/freeze.h).
+enum class FreezeCriterion { kGradientNorm, kProgressive };
 
 /// True for the enums above (the ones with YAML spellings).
 template <typename E>
@@ -42,7 +44,7 @@ using IsChoice = std::disjunction<
     std::is_same<E, Recompute>, std::is_same<E, LrDecay>, std::is_same<E, ScheduleKind>,
     std::is_same<E, Hierarchical>, std::is_same<E, Backend>, std::is_same<E, Precision>,
     std::is_same<E, Bf16Matmul>, std::is_same<E, Numerics>, std::is_same<E, ShardLevel>,
-    std::is_same<E, Device>, std::is_same<E, ContextMode>>;
+    std::is_same<E, Device>, std::is_same<E, ContextMode>, std::is_same<E, FreezeCriterion>>;
 
 /// The YAML spellings of E's values, in enum order ("gpipe", "1f1b", "interleaved").
 template <typename E>

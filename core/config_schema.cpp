@@ -107,6 +107,9 @@ void visit_train(Config& c, ConfigVisitor& v) {
     choice_field(v, "numerics", c.train.numerics,
                  "fast, or layout_invariant = every sum of a step in one order fixed by the "
                  "global batch: any dp, pp, schedule, recompute or ZeRO gives one process's bits");
+    v.field("frozen_layers", c.train.frozen_layers, kNonNegative,
+            "the first N layers and the embedding (and a head tied to it) are frozen: no "
+            "gradients, updates or gradient traffic; the freeze algorithm raises it");
     v.field("micro_batch_invariant", c.train.micro_batch_invariant,
             "with numerics: layout_invariant, the micro-batch size changes no bit either "
             "(micro-batches computed sample by sample: slower)");
@@ -273,6 +276,25 @@ void visit_relayout(Config& c, ConfigVisitor& v) {
   });
 }
 
+void visit_freeze(Config& c, ConfigVisitor& v) {
+  v.section("freeze", [&] {
+    v.field("every", c.freeze.every, kNonNegative,
+            "steps between freeze decisions (PipeTransformer's freeze algorithm); 0 = off");
+    v.field("start", c.freeze.start, kNonNegative, "no freeze decision before this step");
+    v.field("rate", c.freeze.rate, RealRule{0.0, 1.0, true},
+            "at most this fraction of the active layers freezes at one decision (alpha)");
+    v.field("max_fraction", c.freeze.max_fraction, RealRule{0.0, 1.0},
+            "at most this fraction of the layers is ever frozen");
+    choice_field(v, "criterion", c.freeze.criterion,
+                 "gradient_norm = freeze through the active layer whose gradient norm over the "
+                 "last `every` steps is least (bounded by rate); progressive = rate of the active "
+                 "layers each time");
+    v.field("relayout", c.freeze.relayout,
+            "after a freeze, fewest balanced stages for the active layers (AutoPipe) and the "
+            "freed ranks to dp (AutoDP); false = freeze in place");
+  });
+}
+
 void visit_config(Config& c, ConfigVisitor& v) {
   visit_model(c, v);
   visit_parallel(c, v);
@@ -286,6 +308,7 @@ void visit_config(Config& c, ConfigVisitor& v) {
   visit_checkpoint(c, v);
   visit_run(c, v);
   visit_relayout(c, v);
+  visit_freeze(c, v);
 }
 
 }  // namespace triax

@@ -17,11 +17,16 @@ StageCosts stage_costs(const ModelConfig& model, double (*flops)(const ModelConf
   return c;
 }
 
+double StageCosts::layers(int64_t from, int64_t to) const {
+  const int64_t cold = std::max<int64_t>(0, std::min(to, frozen) - from);
+  return (static_cast<double>(to - from - cold) + static_cast<double>(cold) / 3.0) * layer;
+}
+
 std::vector<double> estimated_stage_costs(const std::vector<std::pair<int64_t, int64_t>>& ranges,
                                           const StageCosts& costs) {
   std::vector<double> out;
   for (size_t s = 0; s < ranges.size(); ++s) {
-    double cost = static_cast<double>(ranges[s].second - ranges[s].first) * costs.layer;
+    double cost = costs.layers(ranges[s].first, ranges[s].second);
     if (s == 0) cost += costs.first;
     if (s + 1 == ranges.size()) cost += costs.last;
     out.push_back(cost);
@@ -47,7 +52,7 @@ std::vector<std::pair<int64_t, int64_t>> balance_layers(
     for (size_t i = s; i <= L; ++i) {
       for (size_t j = s - 1; j < i; ++j) {
         if (best[s - 1][j] == inf) continue;
-        double cost = static_cast<double>(i - j) * costs.layer;
+        double cost = costs.layers(static_cast<int64_t>(j), static_cast<int64_t>(i));
         if (s == 1) cost += costs.first;
         if (s == P) cost += costs.last;
         const double candidate = std::max(best[s - 1][j], cost);

@@ -22,9 +22,15 @@ struct StageCosts {
   double layer = 1;  ///< one transformer layer, FLOPs per token
   double first = 0;  ///< what the first stage adds (embedding)
   double last = 0;   ///< what the last stage adds (final norm, head, loss)
+  /// The first `frozen` layers (train.frozen_layers) run forward only: 1/3 of a layer's
+  /// training FLOPs (forward 2N of 6N per token).
+  int64_t frozen = 0;
+
+  /// Layers [first, last)'s cost.
+  double layers(int64_t first, int64_t last) const;
 };
 
-/// A family's costs from its FLOP count (`flops`: ModelSpec::flops_per_unit).
+/// A family's costs from its FLOP count (`flops`: ModelSpec::flops_per_unit); no layer frozen.
 StageCosts stage_costs(const ModelConfig& model, double (*flops)(const ModelConfig&));
 
 /// [first, last) layers of `parts` contiguous stages of at least one layer each, minimising the

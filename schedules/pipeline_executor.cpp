@@ -182,7 +182,11 @@ class StepRun {
     for (int j = 0; j < units_; ++j) {
       torch::Tensor& input = slot.inputs[static_cast<size_t>(j)];
       // Each unit's input is a leaf of its own graph: its gradient is the unit's alone.
-      if (slot.received.defined()) input = part(slot.received, j).detach().requires_grad_();
+      if (slot.received.defined()) {
+        input = part(slot.received, j).detach();
+        const auto& needs = stage_.input_needs_grad;
+        if (needs.empty() || needs[static_cast<size_t>(a.chunk)]) input.requires_grad_();
+      }
       torch::Tensor out = stage_.forward(a.chunk, unit(a, j), input);
       if (s == last_stage_) {
         out = stage_.loss(unit(a, j), out);
@@ -214,7 +218,9 @@ class StepRun {
     for (int j = 0; j < units_; ++j) {
       before_backward(a, unit(a, j), backwards_left_);
       torch::Tensor& output = slot.outputs[static_cast<size_t>(j)];
-      if (s == last_stage_) {
+      if (!output.requires_grad()) {
+        // All of this chunk and before it frozen: nothing to compute.
+      } else if (s == last_stage_) {
         output.backward();
       } else {
         torch::autograd::backward({output}, {part(slot.grad, j)});
@@ -258,7 +264,10 @@ class StepRun {
       // From a split backward's I, else what B left in the inputs' .grad.
       std::vector<torch::Tensor> grads = slot.input_grads;
       if (grads.empty()) {
-        for (const auto& input : slot.inputs) grads.push_back(input.grad());
+        for (const auto& input : slot.inputs) {
+          // No gradient wanted upstream (frozen): zeros keep the schedule's messages.
+          grads.push_back(input.grad().defined() ? input.grad() : torch::zeros_like(input));
+        }
       }
       send(a, message_tag(s - 1, a.microbatch, schedule_.microbatches, true), joined(grads));
     }

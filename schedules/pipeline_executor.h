@@ -61,6 +61,11 @@ struct StageFunctions {
   /// functions above then see unit indices (micro-batch i's units are i*units ... i*units +
   /// units - 1) and one-unit inputs, and the losses are per unit.
   int units = 1;
+  /// Optional, by chunk: whether a received activation needs its gradient (false where every
+  /// parameter before the chunk is frozen: train.frozen_layers). A chunk that does not need it
+  /// computes none and sends zeros back (the schedule's messages stay as they are), and a chunk
+  /// whose output needs no gradient (all of it and before it frozen) skips its backward.
+  std::vector<bool> input_needs_grad;
 };
 
 /// One action as it ran: what, and its start and end in microseconds since the step began.

@@ -22,6 +22,7 @@ std::string describe(const LayoutChange& change) {
   if (change.pipeline) parts.push_back(str("pipeline ", *change.pipeline));
   if (change.chunks_per_rank) parts.push_back(str("chunks_per_rank ", *change.chunks_per_rank));
   if (change.schedule) parts.push_back(str("schedule ", *change.schedule));
+  if (change.frozen_layers) parts.push_back(str("frozen_layers ", *change.frozen_layers));
   return parts.empty() ? std::string("no change named") : join(parts, ", ");
 }
 
@@ -85,6 +86,7 @@ Config apply_layout_change(const RunPlan& current, const LayoutChange& change) {
   if (change.pipeline) next.parallel.pipeline = *change.pipeline;
   next.parallel.data = 0;  // dp takes the rest of the world
   if (change.chunks_per_rank) next.schedule.chunks_per_rank = *change.chunks_per_rank;
+  if (change.frozen_layers) next.train.frozen_layers = *change.frozen_layers;
   next.schedule.name = change.schedule
                            ? *change.schedule
                            : schedule_for_chunks(next.schedule.name, next.schedule.chunks_per_rank);
@@ -176,7 +178,10 @@ std::string layout_name(const RunPlan& plan) {
   return str("dp ", l.dp_size(), l.cp_size() > 1 ? str(" x cp ", l.cp_size()) : std::string(),
              " x tp ", l.tp_size(), " x pp ", l.pp_size(), ", ", plan.config.schedule.name, ", ",
              plan.config.schedule.chunks_per_rank, " chunk(s), ", plan.batch.num_microbatches,
-             " micro-batch(es) of ", plan.batch.micro_batch);
+             " micro-batch(es) of ", plan.batch.micro_batch,
+             plan.config.train.frozen_layers > 0
+                 ? str(", ", plan.config.train.frozen_layers, " layer(s) frozen")
+                 : std::string());
 }
 
 std::string resume_hint(const RunPlan& plan) {
@@ -186,6 +191,7 @@ std::string resume_hint(const RunPlan& plan) {
              " --set schedule.name=", c.schedule.name,
              " --set schedule.chunks_per_rank=", c.schedule.chunks_per_rank,
              " --set train.micro_batch=", plan.batch.micro_batch,
+             " --set train.frozen_layers=", c.train.frozen_layers,
              " --set schedule.microbatches=0 --set schedule.layer_boundaries=[]");
 }
 

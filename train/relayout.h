@@ -26,6 +26,7 @@ struct LayoutChange {
   int64_t step = 0;  ///< the change happens after this step
   std::optional<int64_t> tensor, pipeline, chunks_per_rank;
   std::optional<ScheduleKind> schedule;
+  std::optional<int64_t> frozen_layers;  ///< train.frozen_layers (the freeze algorithm's)
   std::string trigger;  ///< "relayout.steps[1]", or the request file
 };
 

@@ -12,6 +12,7 @@
 #include "schedules/schedule_check.h"
 #include "tokenizer/tokenizer.h"
 #include "train/compute_device.h"
+#include "train/freeze.h"
 #include "train/lr_schedule.h"
 
 namespace triax {
@@ -367,6 +368,7 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data, ScheduleC
   check_sharded_optimizer(config, plan.batch);
   check_reduce_dtype(config);
   check_numerics(config, plan.batch);
+  check_freeze(config);
   plan.stage_layers = spec.stage_layers(config);
   plan.schedule = pipeline_schedule(config, plan.batch, schedules);
   const int tp = plan.layout.tp_size();

@@ -10,6 +10,7 @@
 #include "core/peak_memory.h"
 #include "core/strings.h"
 #include "job/output_check.h"
+#include "train/freeze.h"
 
 namespace triax {
 namespace {
@@ -41,7 +42,7 @@ StepReport::StepReport(const RunPlan& plan, const ModelSpec& spec, int64_t start
       start_step_(start_step),
       total_(plan.data.total_steps),
       peak_flops_(peak_flops),
-      flops_per_unit_(spec.flops_per_unit(plan.config.model)),
+      flops_per_unit_(training_flops_per_unit(spec, plan.config)),
       units_per_step_(
           static_cast<double>(plan.batch.global_batch * spec.units_per_sample(plan.config.model))),
       process_start_(process_start),
@@ -67,7 +68,9 @@ void StepReport::record(const StepOutcome& o, const std::vector<double>& memory_
     result_.seconds_to_first_step = seconds_between(process_start_, Clock::now());
   } else {
     steady_seconds_ += o.seconds;
+    steady_flops_ += units_per_step_ * flops_per_unit_;
   }
+  interval_flops_ += units_per_step_ * flops_per_unit_;
   result_.step_losses.push_back(o.loss);
   interval_seconds_ += o.seconds;
   interval_loss_ += o.loss;
@@ -90,7 +93,7 @@ void StepReport::record(const StepOutcome& o, const std::vector<double>& memory_
   }
   if (should_log(o.step)) {
     const double units_per_s = interval_steps_ * units_per_step_ / interval_seconds_;
-    const double mfu = units_per_s * flops_per_unit_ / peak_flops_;
+    const double mfu = interval_flops_ / interval_seconds_ / peak_flops_;
     const double elapsed = seconds_between(loop_start_, Clock::now());
     const double eta =
         elapsed / static_cast<double>(o.step - start_step_) * static_cast<double>(total_ - o.step);
@@ -100,7 +103,7 @@ void StepReport::record(const StepOutcome& o, const std::vector<double>& memory_
         .add("elapsed_s", elapsed)
         .add("eta_s", eta);
     log::info(log_line(o, memory_mib, units_per_s, mfu, eta));
-    interval_seconds_ = interval_loss_ = 0;
+    interval_seconds_ = interval_loss_ = interval_flops_ = 0;
     interval_steps_ = 0;
   } else if (o.metric) {
     log::info(str("step ", o.step, "/", total_, " | ", metric_text(*o.metric, 0, true)));
@@ -123,7 +126,8 @@ std::string StepReport::log_line(const StepOutcome& o, const std::vector<double>
                     "% | peak mem ", fixed(peak, 0), " MiB/rank (max) | ETA ", duration(eta));
 }
 
-void StepReport::record_relayout(const RelayoutEvent& event) {
+void StepReport::record_relayout(const RelayoutEvent& event, const Config& config) {
+  flops_per_unit_ = training_flops_per_unit(spec_, config);
   result_.relayouts.push_back(event);
   pending_relayout_ = event;
 }
@@ -145,7 +149,10 @@ TrainingResult StepReport::finish() {
   const double steady_steps = static_cast<double>(std::max<int64_t>(ran - 1, 1));
   const double steady = ran > 1 ? steady_seconds_ : result_.train_seconds;
   result_.units_per_second = steady_steps * units_per_step_ / steady;
-  result_.mfu = result_.units_per_second * flops_per_unit_ / peak_flops_;
+  // FLOPs step by step: frozen layers (train.frozen_layers) need their forward only.
+  result_.mfu = (ran > 1 ? steady_flops_ / steady_seconds_
+                         : units_per_step_ * flops_per_unit_ / result_.train_seconds) /
+                peak_flops_;
   log::info(str("done: ", total_, " steps in ", fixed(result_.train_seconds, 1), " s; ",
                 fixed(result_.units_per_second, 0), " ", spec_.unit, "/s and MFU ",
                 fixed(100 * result_.mfu, 2), "% after the first step; loss ",

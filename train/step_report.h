@@ -71,7 +71,8 @@ class StepReport {
   void record(const StepOutcome& outcome, const std::vector<double>& memory_mib);
   /// A layout change after the last recorded step: kept for the result, and written into the
   /// next step's metrics record (relayout_* keys), so metrics.jsonl stays one record per step.
-  void record_relayout(const RelayoutEvent& event);
+  /// `config`: the new layout's (its frozen layers change the FLOPs a step needs).
+  void record_relayout(const RelayoutEvent& event, const Config& config);
   /// The run stopped after `steps` on `signal` (a checkpoint was saved if it could be).
   TrainingResult stopped(int64_t steps, int signal);
   /// The run's result, and the summary line.
@@ -92,6 +93,8 @@ class StepReport {
   std::string metrics_path_;
   TrainingResult result_;
   double steady_seconds_ = 0;  // step time after the first step (warm-up excluded)
+  double steady_flops_ = 0;    // the FLOPs of those steps (MFU's numerator)
+  double interval_flops_ = 0;
   double interval_seconds_ = 0, interval_loss_ = 0;
   int64_t interval_steps_ = 0;
   double metric_;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <set>
 
 #include "checkpoint/parameter_table.h"
 #include "checkpoint/state_name.h"
@@ -35,7 +36,8 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
       device_(compute_device(run.config.run.device, detect_launch(process_env()).local_rank)),
       context_(context),
       plan_(run.batch),
-      schedule_(run.schedule) {
+      schedule_(run.schedule),
+      plan_stage_layers_(run.stage_layers) {
   TRIAX_CHECK(
       run.layout.dp_size() == context.dp_size() && run.layout.tp_size() == context.tp_size() &&
           run.layout.pp_size() == context.pp_size() && run.layout.cp_size() == context.cp_size() &&
@@ -97,8 +99,20 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     ddp.shard_group = shard_group_.get();
     ddp.replica_group =
         replica_groups_.empty() ? nullptr : replica_groups_[static_cast<size_t>(c)].get();
+    const int64_t first_layer = run.stage_layers[static_cast<size_t>(stage)].first;
+    // A received activation needs its gradient only when a parameter before it learns.
+    input_needs_grad_.push_back(frozen_layers() == 0 || first_layer > frozen_layers());
     for (const auto& item : module.named_parameters()) {
       const ParamTraits& t = traits.at(item.key());
+      if (is_frozen(*chunks_.back(), item.key(), t, first_layer)) {
+        // No gradient, no optimizer, no communication; its value (and the optimizer state it had
+        // when it froze) still goes into checkpoints.
+        item.value().requires_grad_(false);
+        frozen_.push_back({StateName::of_parameter(c, item.key()).str(), item.value(),
+                           t.counted(context_.tp_rank())});
+        if (frozen_.back().counted) counted_parameters += t.real_elements(item.value().numel());
+        continue;
+      }
       named.emplace_back(item.key(), item.value());
       // ZeRO-3 gathers by unit; ddp.unit_buckets lays any level's buckets out as ZeRO-3 does.
       if (level == ShardLevel::kParameters || config_.ddp.unit_buckets) {
@@ -123,8 +137,10 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
       grads_.sequence_partial.push_back(p);
     }
     ddp_.push_back(make_gradient_sync(std::move(named), dp, config_.ddp, std::move(ddp)));
-    const torch::Tensor alias = chunks_.back()->tied_head_alias();
-    if (alias.defined()) {  // both ends of a tied model on this chunk (layout-invariant numerics)
+    torch::Tensor alias = chunks_.back()->tied_head_alias();
+    if (alias.defined() && frozen_layers() > 0) {
+      alias.requires_grad_(false);  // the embedding it stands for is frozen
+    } else if (alias.defined()) {  // both ends of a tied model on this chunk (layout-invariant numerics)
       ddp_.back()->add_gradient_holder(alias);
       grads_.tied_copies.push_back(alias);
     }
@@ -182,6 +198,7 @@ StageFunctions Trainer::stage_functions(const Batch& local, int microbatches, bo
   const Batch local_batch = context_part(local).to(device_);  // once for all micro-batches
   StageFunctions stage;
   stage.units = sample_units() ? static_cast<int>(rows) : 1;
+  stage.input_needs_grad = input_needs_grad_;
   const int64_t mb = rows / stage.units;
   const MixedPrecision precision(config_);
   stage.forward = [this, local_batch, mb, precision](int chunk, int i, const torch::Tensor& input) {
@@ -421,6 +438,8 @@ CheckpointContents Trainer::checkpoint_contents(bool background) {
       add_all(state[k]);
     }
   }
+  for (const OptimizedParam& p : frozen_) out.tensors.emplace_back(p.name, p.tensor.detach());
+  for (const auto& [name, value] : frozen_state_) out.tensors.emplace_back(name, value);
   // The file is written from the host (a CUDA run's tensors are copied; CPU ones stay as they are).
   for (auto& named : out.tensors) {
     if (!named.second.is_meta()) named.second = named.second.to(torch::kCPU);
@@ -451,6 +470,23 @@ void Trainer::load_state_tensors(const std::map<std::string, torch::Tensor>& ten
     for (const auto& p : params_) p.tensor.copy_(tensors.at(p.name));
   });
   optimizer_->load_state(tensors);
+  // Frozen parameters: their values, and the optimizer state they had, kept as it is.
+  std::set<std::string> frozen_names;
+  for (const OptimizedParam& p : frozen_) {
+    const auto it = tensors.find(p.name);
+    if (it == tensors.end()) throw Error(str("checkpoint has no tensor ", p.name));
+    torch::NoGradGuard no_grad;
+    p.tensor.copy_(it->second);
+    frozen_names.insert(p.name);
+  }
+  frozen_state_.clear();
+  for (const auto& [name, value] : tensors) {
+    const StateName state = StateName::parse(name);
+    if (state.rng || !state.is_optimizer_state()) continue;
+    if (frozen_names.count(StateName::of_parameter(state.chunk, state.parameter).str()) > 0) {
+      frozen_state_.emplace_back(name, value.clone());
+    }
+  }
   // Random streams are absent in imported or resharded checkpoints: those keep their start.
   for (size_t c = 0; c < chunks_.size(); ++c) {
     std::map<std::string, torch::Tensor> streams;
@@ -460,6 +496,40 @@ void Trainer::load_state_tensors(const std::map<std::string, torch::Tensor>& ten
     }
     chunks_[c]->set_rng_state(streams);
   }
+}
+
+bool Trainer::is_frozen(const ModelChunk& chunk, const std::string& name, const ParamTraits& traits,
+                        int64_t first_layer) const {
+  const int64_t frozen = frozen_layers();
+  if (frozen == 0) return false;
+  // Units: 0 the embeddings, 1 + i the chunk's block i, then the head (models/transformer.h).
+  const int unit = chunk.parameter_unit(name);
+  TRIAX_CHECK(unit >= 0, "train.frozen_layers: the model cannot name the layer of ", name);
+  if (unit == 0 || traits.tied) return true;  // the embedding, or the head's tied copy of it
+  const int64_t layer = first_layer + unit - 1;
+  const bool block = name.rfind("layer", 0) == 0;
+  return block && layer < frozen;
+}
+
+std::vector<double> Trainer::layer_gradient_norms() {
+  const int64_t layers = config_.model.layers;
+  torch::Tensor squares = torch::zeros({layers}, torch::kDouble);
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const int stage = schedule_.stage_of(context_.pp_rank(), static_cast<int>(c));
+    const int64_t first_layer = plan_stage_layers_[static_cast<size_t>(stage)].first;
+    const auto traits = collect_param_traits(chunks_[c]->module());
+    for (const auto& item : chunks_[c]->module().named_parameters()) {
+      if (item.key().rfind("layer", 0) != 0 || !item.value().grad().defined()) continue;
+      if (!traits.at(item.key()).counted(context_.tp_rank())) continue;  // once over tp
+      const int unit = chunks_[c]->parameter_unit(item.key());
+      const int64_t layer = first_layer + unit - 1;
+      squares[layer] += item.value().grad().detach().to(torch::kCPU).to(torch::kDouble).pow(2).sum().item<double>();
+    }
+  }
+  context_.model_parallel().all_reduce(squares, ReduceOp::kSum);
+  std::vector<double> norms(static_cast<size_t>(layers));
+  for (int64_t i = 0; i < layers; ++i) norms[static_cast<size_t>(i)] = std::sqrt(squares[i].item<double>());
+  return norms;
 }
 
 }  // namespace triax

@@ -22,6 +22,7 @@
 #include "models/model_spec.h"
 #include "parallel/dp/gradient_sync.h"
 #include "parallel/dp/ordered_grad_norm.h"
+#include "parallel/tp/shard_spec.h"
 #include "parallel/parallel_context.h"
 #include "schedules/pipeline_executor.h"
 #include "train/batch_plan.h"
@@ -131,6 +132,12 @@ class Trainer {
   double gather_wait_seconds() const;
   /// Parameters of the whole model (all tp and pp ranks together, tied weights once).
   int64_t model_parameters() const { return model_parameters_; }
+  /// train.frozen_layers: the first layers and the embedding take no part in training.
+  int64_t frozen_layers() const { return config_.train.frozen_layers; }
+  /// Each layer's gradient norm after the last step (every layer of the model; frozen ones 0), the
+  /// same on the ranks of a model-parallel group (a collective over it). The freeze algorithm's
+  /// statistic: the gradients DDP left averaged in .grad (not under a sharded optimizer).
+  std::vector<double> layer_gradient_norms();
 
  private:
   /// The executor's forward and loss over micro-batches of `local` (checked).
@@ -140,6 +147,10 @@ class Trainer {
   const Schedule& eval_schedule(int microbatches);
   /// The metric's mean over this rank's micro-batches of `local` (forward only).
   double evaluate_mean(const Batch& local, int microbatches);
+  /// Whether parameter `name` of `chunk` (whose stage starts at layer `first_layer`) is frozen:
+  /// the embedding and a tied copy of it, and blocks below train.frozen_layers.
+  bool is_frozen(const ModelChunk& chunk, const std::string& name, const ParamTraits& traits,
+                 int64_t first_layer) const;
   /// train.numerics: layout_invariant (docs/numerics.md).
   bool invariant() const { return config_.train.numerics == Numerics::kLayoutInvariant; }
   /// train.micro_batch_invariant: micro-batches run sample by sample, the samples the tree's
@@ -170,6 +181,10 @@ class Trainer {
   std::unique_ptr<PipelineExecutor> executor_;
   std::unique_ptr<PipelineExecutor> eval_executor_;  ///< when evaluation's activations differ
   std::vector<OptimizedParam> params_;
+  std::vector<std::pair<int64_t, int64_t>> plan_stage_layers_;  ///< [first, last) per stage
+  std::vector<OptimizedParam> frozen_;  ///< train.frozen_layers: not in params_, DDP or optimizer
+  std::vector<std::pair<std::string, torch::Tensor>> frozen_state_;  ///< their optimizer state
+  std::vector<bool> input_needs_grad_;                                ///< by chunk
   std::map<int, Schedule> eval_schedules_;  ///< forward-only, by micro-batch count
   int64_t model_parameters_ = 0;
   double grad_norm_ = 0;

@@ -29,6 +29,7 @@
 #include "schedules/pipeline_trace.h"
 #include "train/lr_schedule.h"
 #include "train/matmul_peak.h"
+#include "train/freeze.h"
 #include "train/metrics_file.h"
 #include "train/relayout.h"
 #include "train/text_generator.h"
@@ -89,6 +90,12 @@ TrainingResult Training::run() {
     const bool logging = report.should_log(outcome.step);
     report.record(outcome,
                   logging ? gather_peak_memory_mib(context_->world()) : std::vector<double>{});
+    const FreezeConfig& freeze = plan_->config.freeze;
+    if (freeze.every > 0 && freeze.criterion == FreezeCriterion::kGradientNorm) {
+      const std::vector<double> norms = trainer->layer_gradient_norms();  // over model-parallel
+      layer_norms_.resize(norms.size(), 0.0);
+      for (size_t l = 0; l < norms.size(); ++l) layer_norms_[l] += norms[l];
+    }
     // One agreement on a stop signal and on a change requested through run.dir.
     bool requested = request_seen();
     const int signal = agree_on_stop_signal(context_->world(), &requested);
@@ -125,7 +132,7 @@ std::optional<Training::Relayout> Training::due_change(int64_t step, bool reques
       return Relayout{change, plan_run(apply_layout_change(*plan_, change), context_->world_size(),
                                        DataCheck::kSkip)};
   }
-  if (!requested) return std::nullopt;
+  if (!requested) return freeze_change(step);
   // Rank 0 read the file; every rank parses and plans the same text, so all reach one verdict.
   const RunPaths paths(plan_->config.run.dir);
   const std::string path = paths.relayout_request();
@@ -153,6 +160,35 @@ std::optional<Training::Relayout> Training::due_change(int64_t step, bool reques
     }
     return std::nullopt;
   }
+}
+
+std::optional<Training::Relayout> Training::freeze_change(int64_t step) {
+  const Config& c = plan_->config;
+  const FreezeConfig& freeze = c.freeze;
+  if (freeze.every <= 0 || step < freeze.start || step % freeze.every != 0) return std::nullopt;
+  const int64_t frozen = c.train.frozen_layers;
+  int64_t next = frozen_after(freeze, c.model.layers, frozen, layer_norms_);
+  // Rank 0's verdict for all (every rank computed it from the same norms; one broadcast makes
+  // agreement certain).
+  torch::Tensor verdict = torch::tensor({context_->rank() == 0 ? static_cast<double>(next) : 0.0},
+                                        torch::kDouble);
+  context_->world().all_reduce(verdict, ReduceOp::kMax);
+  next = static_cast<int64_t>(verdict.item<double>());
+  if (freeze.criterion == FreezeCriterion::kGradientNorm) {
+    std::vector<std::string> shown;
+    for (double n : layer_norms_) shown.push_back(fixed(n, 4));
+    log::info(str("freeze after step ", step, ": gradient norm per layer over the last ",
+                  freeze.every, " steps [", join(shown, ", "), "]; ", next, " of ",
+                  c.model.layers, " layer(s) frozen (was ", frozen, ")"));
+  } else {
+    log::info(str("freeze after step ", step, ": ", next, " of ", c.model.layers,
+                  " layer(s) frozen (was ", frozen, ")"));
+  }
+  layer_norms_.assign(layer_norms_.size(), 0.0);
+  if (next <= frozen) return std::nullopt;
+  const LayoutChange change = auto_pipe(*plan_, next, step);
+  return Relayout{change, plan_run(apply_layout_change(*plan_, change), context_->world_size(),
+                                   DataCheck::kSkip)};
 }
 
 void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer,
@@ -204,11 +240,11 @@ void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer
   log::info(str("layout changed after step ", step, " (", event.trigger, ") in ",
                 fixed(event.seconds, 2), " s (state gathered in ", fixed(gathered, 2),
                 " s): ", event.from, " -> ", event.to, "\n", context_->table()));
-  if (change.change.trigger.find(".steps[") == std::string::npos) {
+  if (change.change.trigger == RunPaths(plan_->config.run.dir).relayout_request()) {
     log::info(str("a layout changed on request: to resume from a later checkpoint, add ",
                   resume_hint(*plan_), " (or list the change in relayout.steps)"));
   }
-  report.record_relayout(event);
+  report.record_relayout(event, plan_->config);
 }
 
 int64_t Training::load_checkpoint(Trainer& trainer) {
@@ -239,6 +275,11 @@ StepReport Training::start_report(Trainer& trainer, int64_t start_step) {
                 plan_->batch.describe(), "; schedule ", schedule.name, " (", schedule.microbatches,
                 " micro-batches, ", schedule.chunks, " chunk(s) per rank)"));
   log::info(plan_->numerics_guarantee());
+  if (const int64_t frozen = plan_->config.train.frozen_layers; frozen > 0) {
+    log::info(str("frozen: layers 0 .. ", frozen - 1, " of ", plan_->config.model.layers,
+                  " and the embedding take no part in training (train.frozen_layers ", frozen,
+                  ")"));
+  }
   const ShardLevel level = shard_level(plan_->config);
   if (level != ShardLevel::kNone) {
     const int64_t group = plan_->config.optimizer.shard_group;

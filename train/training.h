@@ -66,6 +66,9 @@ class Training {
   /// The change due after `step`: a scheduled one, or the request file's (`requested`: any rank
   /// saw it) when it parses and plans; a refused request is logged and training goes on.
   std::optional<Relayout> due_change(int64_t step, bool requested);
+  /// The freeze algorithm's change after `step`, if it freezes more (collective over the world:
+  /// rank 0's verdict).
+  std::optional<Relayout> freeze_change(int64_t step);
   /// Carries a change out (collective): the state gathered in memory, the old layout's trainer,
   /// batches and saves replaced by the new layout's, which load their shard of the state.
   void change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer,
@@ -81,6 +84,8 @@ class Training {
   bool node_leader_;
   std::optional<Manifest> resume_;
   std::vector<LayoutChange> scheduled_;  // relayout.steps
+  std::vector<double> layer_norms_;      // freeze: each layer's gradient norm, summed since the
+                                         // last decision
 };
 
 }  // namespace triax

@@ -21,6 +21,7 @@
 #include "job/run_outputs.h"
 #include "parallel/parallel_context.h"
 #include "tools/auto_layout.h"
+#include "train/freeze.h"
 #include "train/relayout.h"
 #include "train/run_plan.h"
 #include "train/training.h"
@@ -50,6 +51,14 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
         const int64_t step = open_checkpoint(resume, checkpoint_root(plan->config)).step;
         if (step >= plan->config.relayout.steps.front()) {
           plan = plan_run(layout_at(plan->config, launch.world_size, step), launch.world_size);
+        }
+      }
+      // The freeze algorithm's layout travels in the checkpoint: a run that froze more layers
+      // than the configuration says resumes with them frozen, on the layout AutoPipe chose.
+      if (plan->config.freeze.every > 0) {
+        const Manifest found = open_checkpoint(resume, checkpoint_root(plan->config));
+        if (found.config.train.frozen_layers > plan->config.train.frozen_layers) {
+          plan = plan_run(freeze_state_of(plan->config, found.config), launch.world_size);
         }
       }
       checkpoint = read_checkpoint(resume, plan->config);
