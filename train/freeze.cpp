@@ -13,7 +13,8 @@ namespace triax {
 
 int64_t frozen_after(const FreezeConfig& freeze, int64_t layers, int64_t frozen,
                      const std::vector<double>& norms) {
-  const auto cap = static_cast<int64_t>(std::floor(freeze.max_fraction * static_cast<double>(layers) + 1e-9));
+  const auto cap =
+      static_cast<int64_t>(std::floor(freeze.max_fraction * static_cast<double>(layers) + 1e-9));
   if (frozen >= cap) return frozen;
   const auto step =
       static_cast<int64_t>(std::ceil(freeze.rate * static_cast<double>(layers - frozen) - 1e-9));
@@ -93,8 +94,7 @@ void check_freeze(const Config& c) {
   const bool freezing = c.freeze.every > 0 || c.train.frozen_layers > 0;
   if (!freezing) return;
   const std::string key = c.freeze.every > 0 ? "freeze.every" : "train.frozen_layers";
-  const std::string value =
-      c.freeze.every > 0 ? str(c.freeze.every) : str(c.train.frozen_layers);
+  const std::string value = c.freeze.every > 0 ? str(c.freeze.every) : str(c.train.frozen_layers);
   if (!model_spec(c.model.arch).pipelined) {
     throw ConfigError(str(key, ": ", value, " freezes transformer layers, but model.arch is ",
                           c.model.arch, " (valid: gpt, llama; or 0)"));
@@ -104,8 +104,8 @@ void check_freeze(const Config& c) {
                           c.model.layers, " to train (valid: 0 .. ", c.model.layers - 1, ")"));
   }
   if (c.schedule.name == ScheduleKind::kZbh1 || c.schedule.name == ScheduleKind::kZbv) {
-    throw ConfigError(str(key, ": ", value, " is not supported with schedule.name: ",
-                          c.schedule.name,
+    throw ConfigError(str(key, ": ", value,
+                          " is not supported with schedule.name: ", c.schedule.name,
                           " (split backward passes; valid: gpipe, 1f1b, interleaved)"));
   }
   const ShardLevel level = shard_level(c);
@@ -116,10 +116,12 @@ void check_freeze(const Config& c) {
   }
   if (c.freeze.every > 0 && c.freeze.criterion == FreezeCriterion::kGradientNorm &&
       level != ShardLevel::kNone) {
-    throw ConfigError(str("freeze.criterion: gradient_norm reads each layer's whole averaged "
-                          "gradient, which ddp.shard: ",
-                          level, " splits over dp (valid: freeze.criterion: progressive, or "
-                                 "ddp.shard: none)"));
+    throw ConfigError(
+        str("freeze.criterion: gradient_norm reads each layer's whole averaged "
+            "gradient, which ddp.shard: ",
+            level,
+            " splits over dp (valid: freeze.criterion: progressive, or "
+            "ddp.shard: none)"));
   }
 }
 

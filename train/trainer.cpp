@@ -140,7 +140,8 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     torch::Tensor alias = chunks_.back()->tied_head_alias();
     if (alias.defined() && frozen_layers() > 0) {
       alias.requires_grad_(false);  // the embedding it stands for is frozen
-    } else if (alias.defined()) {  // both ends of a tied model on this chunk (layout-invariant numerics)
+    } else if (alias.defined()) {   // both ends of a tied model on this chunk (layout-invariant
+                                    // numerics)
       ddp_.back()->add_gradient_holder(alias);
       grads_.tied_copies.push_back(alias);
     }
@@ -523,12 +524,20 @@ std::vector<double> Trainer::layer_gradient_norms() {
       if (!traits.at(item.key()).counted(context_.tp_rank())) continue;  // once over tp
       const int unit = chunks_[c]->parameter_unit(item.key());
       const int64_t layer = first_layer + unit - 1;
-      squares[layer] += item.value().grad().detach().to(torch::kCPU).to(torch::kDouble).pow(2).sum().item<double>();
+      squares[layer] += item.value()
+                            .grad()
+                            .detach()
+                            .to(torch::kCPU)
+                            .to(torch::kDouble)
+                            .pow(2)
+                            .sum()
+                            .item<double>();
     }
   }
   context_.model_parallel().all_reduce(squares, ReduceOp::kSum);
   std::vector<double> norms(static_cast<size_t>(layers));
-  for (int64_t i = 0; i < layers; ++i) norms[static_cast<size_t>(i)] = std::sqrt(squares[i].item<double>());
+  for (int64_t i = 0; i < layers; ++i)
+    norms[static_cast<size_t>(i)] = std::sqrt(squares[i].item<double>());
   return norms;
 }
 

@@ -22,8 +22,8 @@
 #include "models/model_spec.h"
 #include "parallel/dp/gradient_sync.h"
 #include "parallel/dp/ordered_grad_norm.h"
-#include "parallel/tp/shard_spec.h"
 #include "parallel/parallel_context.h"
+#include "parallel/tp/shard_spec.h"
 #include "schedules/pipeline_executor.h"
 #include "train/batch_plan.h"
 #include "train/finalize_grads.h"
@@ -184,7 +184,7 @@ class Trainer {
   std::vector<std::pair<int64_t, int64_t>> plan_stage_layers_;  ///< [first, last) per stage
   std::vector<OptimizedParam> frozen_;  ///< train.frozen_layers: not in params_, DDP or optimizer
   std::vector<std::pair<std::string, torch::Tensor>> frozen_state_;  ///< their optimizer state
-  std::vector<bool> input_needs_grad_;                                ///< by chunk
+  std::vector<bool> input_needs_grad_;                               ///< by chunk
   std::map<int, Schedule> eval_schedules_;  ///< forward-only, by micro-batch count
   int64_t model_parameters_ = 0;
   double grad_norm_ = 0;

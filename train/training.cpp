@@ -27,9 +27,9 @@
 #include "job/stop_signal.h"
 #include "parallel/comm/gather_text.h"
 #include "schedules/pipeline_trace.h"
+#include "train/freeze.h"
 #include "train/lr_schedule.h"
 #include "train/matmul_peak.h"
-#include "train/freeze.h"
 #include "train/metrics_file.h"
 #include "train/relayout.h"
 #include "train/text_generator.h"
@@ -170,16 +170,16 @@ std::optional<Training::Relayout> Training::freeze_change(int64_t step) {
   int64_t next = frozen_after(freeze, c.model.layers, frozen, layer_norms_);
   // Rank 0's verdict for all (every rank computed it from the same norms; one broadcast makes
   // agreement certain).
-  torch::Tensor verdict = torch::tensor({context_->rank() == 0 ? static_cast<double>(next) : 0.0},
-                                        torch::kDouble);
+  torch::Tensor verdict =
+      torch::tensor({context_->rank() == 0 ? static_cast<double>(next) : 0.0}, torch::kDouble);
   context_->world().all_reduce(verdict, ReduceOp::kMax);
   next = static_cast<int64_t>(verdict.item<double>());
   if (freeze.criterion == FreezeCriterion::kGradientNorm) {
     std::vector<std::string> shown;
     for (double n : layer_norms_) shown.push_back(fixed(n, 4));
     log::info(str("freeze after step ", step, ": gradient norm per layer over the last ",
-                  freeze.every, " steps [", join(shown, ", "), "]; ", next, " of ",
-                  c.model.layers, " layer(s) frozen (was ", frozen, ")"));
+                  freeze.every, " steps [", join(shown, ", "), "]; ", next, " of ", c.model.layers,
+                  " layer(s) frozen (was ", frozen, ")"));
   } else {
     log::info(str("freeze after step ", step, ": ", next, " of ", c.model.layers,
                   " layer(s) frozen (was ", frozen, ")"));

@@ -3,7 +3,8 @@
 
 Every tensor of the frozen part of the model — blocks layer0 .. layer{FROZEN_LAYERS-1}, the
 embeddings, and each one's optimizer state — must hold the same bytes in both checkpoints (each
-read whole from all its shards, chunk prefixes dropped); and at least one active parameter must
+read from all its shards, chunk prefixes dropped, each tp rank's slice on its own; both
+checkpoints at the same tp); and at least one active parameter must
 have changed, so the comparison can fail. Reads safetensors directly (header length, JSON, bytes)."""
 import glob
 import json
@@ -19,18 +20,20 @@ def tensors(step_dir):
             n = struct.unpack("<Q", f.read(8))[0]
             header = json.loads(f.read(n))
             data = f.read()
+        tp = re.search(r"tp(\d+)\.safetensors$", path).group(1)  # a tp slice per file
         for name, info in header.items():
             if name == "__metadata__" or name.startswith("rng/"):
                 continue
             begin, end = info["data_offsets"]
-            out[re.sub(r"^c\d+/", "", name)] = data[begin:end]
+            out[f"tp{tp}/" + re.sub(r"^c\d+/", "", name)] = data[begin:end]
     return out
 
 
 before, after, frozen = tensors(sys.argv[1]), tensors(sys.argv[2]), int(sys.argv[3])
 
 
-def is_frozen(name):
+def is_frozen(key):
+    name = key.split("/", 1)[1]
     m = re.match(r"layer(\d+)\.", name)
     if m:
         return int(m.group(1)) < frozen
