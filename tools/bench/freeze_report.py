@@ -1,0 +1,47 @@
+#!/usr/bin/python3
+"""The table of tools/bench/freeze_finetune.sh: WORK/runs.txt (round, mode, wall s, load s) and
+WORK/MODE-ROUND.jsonl (each step's loss, step_s, val_loss, relayout_* keys)."""
+import json
+import statistics
+import sys
+
+work, rounds, save_s = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+runs = [line.split() for line in open(f"{work}/runs.txt")]
+wall = {m: [float(r[2]) for r in runs if r[1] == m] for m in ("full", "freeze")}
+load = statistics.median(float(r[3]) for r in runs)
+
+
+def records(mode, rnd):
+    return [json.loads(l) for l in open(f"{work}/{mode}-{rnd}.jsonl") if l.strip()]
+
+
+def final_val(mode, rnd):
+    return [r["val_loss"] for r in records(mode, rnd) if "val_loss" in r][-1]
+
+
+val = {m: [final_val(m, k) for k in range(1, rounds + 1)] for m in ("full", "freeze")}
+print("\nmode     wall s (median)   final held-out loss (each round)")
+for m in ("full", "freeze"):
+    print(f"{m:8} {statistics.median(wall[m]):10.1f}        {', '.join(f'{v:.4f}' for v in val[m])}")
+ratio = statistics.median(wall["freeze"]) / statistics.median(wall["full"])
+loss_gap = statistics.median(val["freeze"]) / statistics.median(val["full"]) - 1
+print(f"wall time, freeze / full: {ratio:.2f}x (goal <= 0.6x)")
+print(f"held-out loss, freeze vs full: {100 * loss_gap:+.2f}% (goal within 1%)")
+
+print("\nthe freezing run (last round), phase by phase:")
+recs = records("freeze", rounds)
+phase_start, phase_s, layout = recs[0]["step"], 0.0, "the starting layout (dp 1 x tp 1 x pp 4)"
+pauses = []
+for r in recs:
+    if "relayout_to" in r:
+        print(f"  steps {phase_start:4}..{r['step'] - 1:4}: {phase_s:6.1f} s  {layout}")
+        pauses.append(r["relayout_pause_s"])
+        print(f"  re-layout after step {r['relayout_after_step']} ({r['relayout_trigger']}): "
+              f"pause {r['relayout_pause_s']:.2f} s")
+        phase_start, phase_s, layout = r["step"], 0.0, r["relayout_to"]
+    phase_s += r["step_s"]
+print(f"  steps {phase_start:4}..{recs[-1]['step']:4}: {phase_s:6.1f} s  {layout}")
+if pauses:
+    print(f"re-layout pauses: longest {max(pauses):.2f} s; a checkpoint save ({save_s:.2f} s) and "
+          f"load ({load:.2f} s) of the same model: {save_s + load:.2f} s "
+          f"(goal: each pause <= that)")
