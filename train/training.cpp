@@ -165,7 +165,11 @@ std::optional<Training::Relayout> Training::due_change(int64_t step, bool reques
 std::optional<Training::Relayout> Training::freeze_change(int64_t step) {
   const Config& c = plan_->config;
   const FreezeConfig& freeze = c.freeze;
-  if (freeze.every <= 0 || step < freeze.start || step % freeze.every != 0) return std::nullopt;
+  if (freeze.every <= 0 || step % freeze.every != 0) return std::nullopt;
+  if (step < freeze.start) {  // each decision sees the `every` steps before it, no more
+    layer_norms_.assign(layer_norms_.size(), 0.0);
+    return std::nullopt;
+  }
   const int64_t frozen = c.train.frozen_layers;
   int64_t next = frozen_after(freeze, c.model.layers, frozen, layer_norms_);
   // Rank 0's verdict for all (every rank computed it from the same norms; one broadcast makes
