@@ -334,7 +334,7 @@ struct RelayoutConfig {
   std::vector<int64_t> chunks_per_rank = {};
   /// schedule.name from each step on; [] = keep (made to fit the chunks). Default [].
   std::vector<std::string> schedule = {};
-  /// Also change on request: rank 0 looks for run.dir/relayout.yaml (parallel.tensor,
+  /// Also change on request: rank 0 looks for run.dir/relayout (parallel.tensor,
   /// parallel.pipeline, schedule.name, schedule.chunks_per_rank) after every step. Default true.
   bool on_request = true;
 };

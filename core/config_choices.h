@@ -1,7 +1,8 @@
 // defines: triax::ModelKind, triax::OptimizerKind, triax::Recompute, triax::LrDecay,
 //          triax::ScheduleKind, triax::Activation, triax::Hierarchical, triax::Backend,
 //          triax::Precision, triax::Bf16Matmul, triax::Numerics, triax::ShardLevel, triax::Device,
-//          triax::ContextMode, triax::FreezeCriterion, triax::choice_names, triax::choice_name, triax::parse_choice
+//          triax::ContextMode, triax::FreezeCriterion, triax::choice_names, triax::choice_name,
+//          triax::parse_choice
 //
 // Every closed choice of the YAML as an enum, decided once when the file is read: the schema
 // (config_schema.cpp) parses the spelling into the enum and writes it back, and the rest of the

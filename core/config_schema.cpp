@@ -270,7 +270,7 @@ void visit_relayout(Config& c, ConfigVisitor& v) {
     v.field("schedule", c.relayout.schedule, choice_names<ScheduleKind>(),
             "schedule.name from each step on (one per step; [] = keep, fitted to the chunks)");
     v.field("on_request", c.relayout.on_request,
-            "also change when run.dir/relayout.yaml appears (parallel.tensor, "
+            "also change when run.dir/relayout appears (parallel.tensor, "
             "parallel.pipeline, schedule.name, schedule.chunks_per_rank), after the step it is "
             "seen at");
   });

@@ -37,16 +37,14 @@ Options stage_options(const Options& whole, int stage,
 }
 
 /// The [first, last) layers of each of the p * v stages: schedule.layer_boundaries, or balanced
-/// by estimated cost from the family's FLOP count `Flops` (models/stage_balance.h), frozen layers
-/// (train.frozen_layers) at a third of an active one's.
+/// by estimated cost from the family's FLOP count `Flops` (models/stage_balance.h). (AutoPipe's
+/// frozen-aware split is written into layer_boundaries: train/freeze.h.)
 template <double (*Flops)(const ModelConfig&)>
 std::vector<std::pair<int64_t, int64_t>> transformer_stage_layers(const Config& config) {
   const int stages = static_cast<int>(config.parallel.pipeline * config.schedule.chunks_per_rank);
   const auto by_count = split_layers(config.model.layers, stages, config.schedule.layer_boundaries);
   if (!config.schedule.layer_boundaries.empty()) return by_count;
-  StageCosts costs = stage_costs(config.model, Flops);
-  costs.frozen = config.train.frozen_layers;  // forward only
-  return balance_layers(config.model.layers, stages, costs, by_count);
+  return balance_layers(config.model.layers, stages, stage_costs(config.model, Flops), by_count);
 }
 
 /// A language model's sample is seq_len tokens (of seq_len + 1: inputs and shifted targets).

@@ -8,13 +8,16 @@
 #include "core/strings.h"
 #include "models/model_spec.h"
 #include "models/stage_balance.h"
+#include "models/transformer_stages.h"
 
 namespace triax {
 
 int64_t frozen_after(const FreezeConfig& freeze, int64_t layers, int64_t frozen,
                      const std::vector<double>& norms) {
-  const auto cap =
-      static_cast<int64_t>(std::floor(freeze.max_fraction * static_cast<double>(layers) + 1e-9));
+  // At least one layer keeps training, whatever max_fraction says.
+  const int64_t cap = std::min<int64_t>(
+      layers - 1,
+      static_cast<int64_t>(std::floor(freeze.max_fraction * static_cast<double>(layers) + 1e-9)));
   if (frozen >= cap) return frozen;
   const auto step =
       static_cast<int64_t>(std::ceil(freeze.rate * static_cast<double>(layers - frozen) - 1e-9));
@@ -31,19 +34,32 @@ int64_t frozen_after(const FreezeConfig& freeze, int64_t layers, int64_t frozen,
   return std::max(frozen, std::min(next, cap));
 }
 
+namespace {
+
+// The first layer of stages 1 .. n-1 of `ranges`: a split as schedule.layer_boundaries.
+std::vector<int64_t> boundaries_of(const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  std::vector<int64_t> out;
+  for (size_t s = 1; s < ranges.size(); ++s) out.push_back(ranges[s].first);
+  return out;
+}
+
+}  // namespace
+
 LayoutChange auto_pipe(const RunPlan& current, int64_t frozen, int64_t step) {
   LayoutChange change;
   change.step = step;
   change.frozen_layers = frozen;
   change.trigger = str("freeze (", frozen, " layer(s) frozen)");
   const Config& c = current.config;
-  if (!c.freeze.relayout) return change;  // freeze in place
+  if (!c.freeze.relayout) {  // freeze in place: the same layout and split
+    change.layer_boundaries = boundaries_of(current.stage_layers);
+    return change;
+  }
   const int world = current.layout.world_size();
   const ModelSpec& spec = model_spec(c.model.arch);
   StageCosts costs = stage_costs(c.model, spec.flops_per_unit);
   costs.frozen = frozen;
   double best = std::numeric_limits<double>::infinity();
-  int64_t chosen = c.parallel.pipeline;
   for (int64_t pp = 1; pp <= c.parallel.pipeline; ++pp) {
     if (c.parallel.pipeline % pp != 0) continue;
     LayoutChange trial = change;
@@ -51,21 +67,30 @@ LayoutChange auto_pipe(const RunPlan& current, int64_t frozen, int64_t step) {
     RunPlan plan;
     try {
       plan = plan_run(apply_layout_change(current, trial), world, DataCheck::kSkip);
+      // The split balanced with frozen layers at a third of an active one, written down so
+      // checkpoints and resumes keep it.
+      const int stages = static_cast<int>(pp * plan.config.schedule.chunks_per_rank);
+      if (stages > 1) {
+        const int64_t layers = c.model.layers;
+        trial.layer_boundaries =
+            boundaries_of(balance_layers(layers, stages, costs, split_layers(layers, stages, {})));
+        plan = plan_run(apply_layout_change(current, trial), world, DataCheck::kSkip);
+      }
     } catch (const ConfigError&) {
       continue;  // the model or the batch cannot take it
     }
-    const std::vector<double> stages = estimated_stage_costs(plan.stage_layers, costs);
-    const double slowest = *std::max_element(stages.begin(), stages.end());
+    const std::vector<double> chunk_costs = estimated_stage_costs(plan.stage_layers, costs);
+    const double slowest = *std::max_element(chunk_costs.begin(), chunk_costs.end());
     const double chunks = static_cast<double>(plan.config.schedule.chunks_per_rank);
     const double span =
         (static_cast<double>(plan.batch.num_microbatches) * chunks + static_cast<double>(pp) - 1) *
         slowest;
     if (span < best * (1 - 1e-9)) {  // ascending pp: fewer stages win ties
       best = span;
-      chosen = pp;
+      change.pipeline = pp;
+      change.layer_boundaries = trial.layer_boundaries;
     }
   }
-  change.pipeline = chosen;
   return change;
 }
 
@@ -87,7 +112,10 @@ double training_flops_per_unit(const ModelSpec& spec, const Config& config) {
   const double all = spec.flops_per_unit(config.model);
   if (config.train.frozen_layers == 0) return all;
   const StageCosts costs = stage_costs(config.model, spec.flops_per_unit);
-  return all - static_cast<double>(config.train.frozen_layers) * costs.layer * 2.0 / 3.0;
+  // A frozen layer runs its forward (2 of 6); a head tied to the frozen embedding computes no
+  // weight gradient (1 of its 3 matmuls).
+  return all - static_cast<double>(config.train.frozen_layers) * costs.layer * 2.0 / 3.0 -
+         (config.model.tie_embeddings ? costs.last / 3.0 : 0.0);
 }
 
 void check_freeze(const Config& c) {

@@ -94,6 +94,7 @@ Config apply_layout_change(const RunPlan& current, const LayoutChange& change) {
   next.train.micro_batch = current.batch.micro_batch;
   next.schedule.microbatches = 0;
   next.schedule.layer_boundaries.clear();  // re-balanced over the new stages by cost
+  if (change.layer_boundaries) next.schedule.layer_boundaries = *change.layer_boundaries;
   return next;
 }
 
@@ -192,7 +193,8 @@ std::string resume_hint(const RunPlan& plan) {
              " --set schedule.chunks_per_rank=", c.schedule.chunks_per_rank,
              " --set train.micro_batch=", plan.batch.micro_batch,
              " --set train.frozen_layers=", c.train.frozen_layers,
-             " --set schedule.microbatches=0 --set schedule.layer_boundaries=[]");
+             " --set schedule.microbatches=0 --set schedule.layer_boundaries=[",
+             join(c.schedule.layer_boundaries, ","), "]");
 }
 
 }  // namespace triax

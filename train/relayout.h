@@ -27,7 +27,9 @@ struct LayoutChange {
   std::optional<int64_t> tensor, pipeline, chunks_per_rank;
   std::optional<ScheduleKind> schedule;
   std::optional<int64_t> frozen_layers;  ///< train.frozen_layers (the freeze algorithm's)
-  std::string trigger;                   ///< "relayout.steps[1]", or the request file
+  /// schedule.layer_boundaries (AutoPipe's frozen-aware split); none = balanced by cost.
+  std::optional<std::vector<int64_t>> layer_boundaries;
+  std::string trigger;  ///< "relayout.steps[1]", or the request file
 };
 
 /// The relayout.* lists as changes, in order; ConfigError when a list's length is neither 0 nor

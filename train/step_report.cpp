@@ -81,7 +81,10 @@ void StepReport::record(const StepOutcome& o, const std::vector<double>& memory_
   }
 
   JsonLine record;
-  record.add("step", o.step).add("loss", o.loss).add("lr", o.lr).add("grad_norm", o.grad_norm)
+  record.add("step", o.step)
+      .add("loss", o.loss)
+      .add("lr", o.lr)
+      .add("grad_norm", o.grad_norm)
       .add("step_s", o.seconds);
   if (o.metric) record.add(spec_.metric_key, *o.metric);
   if (pending_relayout_) {

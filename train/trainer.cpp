@@ -134,7 +134,7 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
       }
     }
     for (auto& p : chunks_.back()->sequence_partial_parameters()) {
-      grads_.sequence_partial.push_back(p);
+      if (p.requires_grad()) grads_.sequence_partial.push_back(p);  // frozen ones have none
     }
     ddp_.push_back(make_gradient_sync(std::move(named), dp, config_.ddp, std::move(ddp)));
     torch::Tensor alias = chunks_.back()->tied_head_alias();
@@ -514,7 +514,9 @@ bool Trainer::is_frozen(const ModelChunk& chunk, const std::string& name, const 
 
 std::vector<double> Trainer::layer_gradient_norms() {
   const int64_t layers = config_.model.layers;
-  torch::Tensor squares = torch::zeros({layers}, torch::kDouble);
+  // Each parameter's sum of squares where it lives, one transfer for all, then by layer.
+  std::vector<torch::Tensor> sums;
+  std::vector<int64_t> layer_of;
   for (size_t c = 0; c < chunks_.size(); ++c) {
     const int stage = schedule_.stage_of(context_.pp_rank(), static_cast<int>(c));
     const int64_t first_layer = plan_stage_layers_[static_cast<size_t>(stage)].first;
@@ -522,22 +524,22 @@ std::vector<double> Trainer::layer_gradient_norms() {
     for (const auto& item : chunks_[c]->module().named_parameters()) {
       if (item.key().rfind("layer", 0) != 0 || !item.value().grad().defined()) continue;
       if (!traits.at(item.key()).counted(context_.tp_rank())) continue;  // once over tp
-      const int unit = chunks_[c]->parameter_unit(item.key());
-      const int64_t layer = first_layer + unit - 1;
-      squares[layer] += item.value()
-                            .grad()
-                            .detach()
-                            .to(torch::kCPU)
-                            .to(torch::kDouble)
-                            .pow(2)
-                            .sum()
-                            .item<double>();
+      sums.push_back(item.value().grad().detach().to(torch::kFloat).pow(2).sum());
+      layer_of.push_back(first_layer + chunks_[c]->parameter_unit(item.key()) - 1);
     }
+  }
+  torch::Tensor squares = torch::zeros({layers}, torch::kDouble);
+  if (!sums.empty()) {
+    const torch::Tensor each = torch::stack(sums).to(torch::kCPU).to(torch::kDouble);
+    const double* value = each.data_ptr<double>();
+    double* square = squares.data_ptr<double>();
+    for (size_t k = 0; k < layer_of.size(); ++k) square[layer_of[k]] += value[k];
   }
   context_.model_parallel().all_reduce(squares, ReduceOp::kSum);
   std::vector<double> norms(static_cast<size_t>(layers));
-  for (int64_t i = 0; i < layers; ++i)
-    norms[static_cast<size_t>(i)] = std::sqrt(squares[i].item<double>());
+  for (int64_t i = 0; i < layers; ++i) {
+    norms[static_cast<size_t>(i)] = std::sqrt(squares.data_ptr<double>()[i]);
+  }
   return norms;
 }
 

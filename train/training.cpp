@@ -90,8 +90,7 @@ TrainingResult Training::run() {
     const bool logging = report.should_log(outcome.step);
     report.record(outcome,
                   logging ? gather_peak_memory_mib(context_->world()) : std::vector<double>{});
-    const FreezeConfig& freeze = plan_->config.freeze;
-    if (freeze.every > 0 && freeze.criterion == FreezeCriterion::kGradientNorm) {
+    if (freeze_statistic_wanted()) {
       const std::vector<double> norms = trainer->layer_gradient_norms();  // over model-parallel
       layer_norms_.resize(norms.size(), 0.0);
       for (size_t l = 0; l < norms.size(); ++l) layer_norms_[l] += norms[l];
@@ -101,16 +100,19 @@ TrainingResult Training::run() {
     const int signal = agree_on_stop_signal(context_->world(), &requested);
     saves->poll();
     const bool last = outcome.step == total;
+    // A change comes before the step's save, so a checkpoint of a change step is on the new
+    // layout: it resumes where the run went on (relayout.steps, the freeze's frozen layers).
+    if (!last) {
+      if (std::optional<Relayout> change = due_change(outcome.step, requested)) {
+        change_layout(*change, trainer, batches, saves, report);
+      }
+    }
     if (policy.due(outcome.step, last, signal != 0)) {
       save(*trainer, *saves, outcome.step, last || signal != 0);
     }
     if (signal != 0) {
       saves->finish();
       return report.stopped(outcome.step, signal);
-    }
-    if (last) break;
-    if (std::optional<Relayout> change = due_change(outcome.step, requested)) {
-      change_layout(*change, trainer, batches, saves, report);
     }
   }
   saves->finish();
@@ -127,15 +129,24 @@ bool Training::request_seen() const {
 }
 
 std::optional<Training::Relayout> Training::due_change(int64_t step, bool requested) {
-  for (const LayoutChange& change : scheduled_) {
-    if (change.step == step)
-      return Relayout{change, plan_run(apply_layout_change(*plan_, change), context_->world_size(),
-                                       DataCheck::kSkip)};
+  // The freeze's decision is taken at its steps whatever else is due (its window restarts);
+  // another change due with it keeps its layout and takes the frozen layers along.
+  const std::optional<int64_t> frozen = freeze_decision(step);
+  std::optional<LayoutChange> change;
+  for (const LayoutChange& scheduled : scheduled_) {
+    if (scheduled.step == step) change = scheduled;
   }
-  if (!requested) return freeze_change(step);
+  if (!change && requested) change = requested_change(step);
+  if (change && frozen) change->frozen_layers = *frozen;
+  if (!change && frozen) change = auto_pipe(*plan_, *frozen, step);
+  if (!change) return std::nullopt;
+  return Relayout{*change, plan_run(apply_layout_change(*plan_, *change), context_->world_size(),
+                                    DataCheck::kSkip)};
+}
+
+std::optional<LayoutChange> Training::requested_change(int64_t step) {
   // Rank 0 read the file; every rank parses and plans the same text, so all reach one verdict.
-  const RunPaths paths(plan_->config.run.dir);
-  const std::string path = paths.relayout_request();
+  const std::string path = RunPaths(plan_->config.run.dir).relayout_request();
   std::string text;
   if (context_->rank() == 0) {
     std::ifstream file(path);
@@ -145,42 +156,49 @@ std::optional<Training::Relayout> Training::due_change(int64_t step, bool reques
   }
   text = all_gather_text(context_->world(), text).front();
   namespace fs = std::filesystem;
+  std::error_code ignored;  // rank 0 alone renames: a failure must not part it from the others
   try {
-    const LayoutChange change = parse_layout_request(text, step, path);
-    Relayout relayout{change, plan_run(apply_layout_change(*plan_, change), context_->world_size(),
-                                       DataCheck::kSkip)};
-    if (context_->rank() == 0) fs::rename(path, path + ".done");
-    return relayout;
-  } catch (const ConfigError& e) {
+    LayoutChange change = parse_layout_request(text, step, path);
+    plan_run(apply_layout_change(*plan_, change), context_->world_size(), DataCheck::kSkip);
+    if (context_->rank() == 0) fs::rename(path, path + ".done", ignored);
+    return change;
+  } catch (const Error& e) {  // the same text on every rank: the same verdict
     if (context_->rank() == 0) {
       log::warn(str("layout change requested after step ", step, " refused; training goes on at ",
                     layout_name(*plan_), ": ", e.what(), " (the request is kept as ", path,
                     ".rejected)"));
-      fs::rename(path, path + ".rejected");
+      fs::rename(path, path + ".rejected", ignored);
     }
     return std::nullopt;
   }
 }
 
-std::optional<Training::Relayout> Training::freeze_change(int64_t step) {
+bool Training::freeze_statistic_wanted() const {
+  const Config& c = plan_->config;
+  return c.freeze.every > 0 && c.freeze.criterion == FreezeCriterion::kGradientNorm &&
+         frozen_after(c.freeze, c.model.layers, c.train.frozen_layers,
+                      std::vector<double>(static_cast<size_t>(c.model.layers), 0.0)) >
+             c.train.frozen_layers;
+}
+
+std::optional<int64_t> Training::freeze_decision(int64_t step) {
   const Config& c = plan_->config;
   const FreezeConfig& freeze = c.freeze;
   if (freeze.every <= 0 || step % freeze.every != 0) return std::nullopt;
-  if (step < freeze.start) {  // each decision sees the `every` steps before it, no more
-    layer_norms_.assign(layer_norms_.size(), 0.0);
-    return std::nullopt;
-  }
+  const std::vector<double> window = layer_norms_;
+  layer_norms_.assign(layer_norms_.size(), 0.0);  // each decision sees the `every` steps before it
+  if (step < freeze.start) return std::nullopt;
   const int64_t frozen = c.train.frozen_layers;
-  int64_t next = frozen_after(freeze, c.model.layers, frozen, layer_norms_);
-  // Rank 0's verdict for all (every rank computed it from the same norms; one broadcast makes
+  int64_t next = frozen_after(freeze, c.model.layers, frozen, window);
+  // Rank 0's verdict for all (every rank computed it from the same norms; one reduction makes
   // agreement certain).
   torch::Tensor verdict =
       torch::tensor({context_->rank() == 0 ? static_cast<double>(next) : 0.0}, torch::kDouble);
   context_->world().all_reduce(verdict, ReduceOp::kMax);
   next = static_cast<int64_t>(verdict.item<double>());
-  if (freeze.criterion == FreezeCriterion::kGradientNorm) {
+  if (freeze.criterion == FreezeCriterion::kGradientNorm && !window.empty()) {
     std::vector<std::string> shown;
-    for (double n : layer_norms_) shown.push_back(fixed(n, 4));
+    for (double n : window) shown.push_back(fixed(n, 4));
     log::info(str("freeze after step ", step, ": gradient norm per layer over the last ",
                   freeze.every, " steps [", join(shown, ", "), "]; ", next, " of ", c.model.layers,
                   " layer(s) frozen (was ", frozen, ")"));
@@ -188,11 +206,8 @@ std::optional<Training::Relayout> Training::freeze_change(int64_t step) {
     log::info(str("freeze after step ", step, ": ", next, " of ", c.model.layers,
                   " layer(s) frozen (was ", frozen, ")"));
   }
-  layer_norms_.assign(layer_norms_.size(), 0.0);
   if (next <= frozen) return std::nullopt;
-  const LayoutChange change = auto_pipe(*plan_, next, step);
-  return Relayout{change, plan_run(apply_layout_change(*plan_, change), context_->world_size(),
-                                   DataCheck::kSkip)};
+  return next;
 }
 
 void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer,

@@ -63,12 +63,20 @@ class Training {
   };
   /// Rank 0: run.dir/relayout is there (relayout.on_request).
   bool request_seen() const;
-  /// The change due after `step`: a scheduled one, or the request file's (`requested`: any rank
-  /// saw it) when it parses and plans; a refused request is logged and training goes on.
+  /// The change due after `step` (collective: every rank takes the same path): a scheduled one,
+  /// else the request file's (`requested`: any rank saw it); the freeze's decision joins either,
+  /// or alone becomes AutoPipe's change.
   std::optional<Relayout> due_change(int64_t step, bool requested);
-  /// The freeze algorithm's change after `step`, if it freezes more (collective over the world:
-  /// rank 0's verdict).
-  std::optional<Relayout> freeze_change(int64_t step);
+  /// The request file's change when it parses and plans; a refused request is logged (rank 0
+  /// renames the file) and training goes on. Collective: the text reaches every rank.
+  std::optional<LayoutChange> requested_change(int64_t step);
+  /// Whether the loop sums the layers' gradient norms: freeze.criterion gradient_norm, and more
+  /// layers may still freeze.
+  bool freeze_statistic_wanted() const;
+  /// At a freeze decision step from freeze.start: the frozen-layer count, when it grows (rank
+  /// 0's verdict, a collective over the world). Restarts the statistic's window at every
+  /// multiple of freeze.every.
+  std::optional<int64_t> freeze_decision(int64_t step);
   /// Carries a change out (collective): the state gathered in memory, the old layout's trainer,
   /// batches and saves replaced by the new layout's, which load their shard of the state.
   void change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer,

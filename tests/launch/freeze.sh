@@ -4,8 +4,9 @@
 #   - the frozen tensors (values and optimizer state) hold the same bytes in every later
 #     checkpoint, while active ones move;
 #   - the run after the first freeze equals, bit for bit (losses and the final shards), the run
-#     resumed from step 4's checkpoint resharded to the layout chosen, with those layers frozen
-#     (the second freeze decision included: it sees the same gradients);
+#     that did not freeze, saved step 4, was resharded to the layout chosen and resumed with
+#     those layers frozen (the second freeze decision included: it sees the same gradients;
+#     AutoPipe chooses pp 1 in both cases, so the reshard's split is the run's);
 #   - the final checkpoint resumes frozen, on its layout, from the same command.
 # usage: freeze.sh WORK MPIEXEC TRIAX CONFIG [--set ...]
 set -euo pipefail
@@ -27,10 +28,16 @@ for start in "1 4" "2 2"; do
   # The layout and frozen count after step 4, from the log line's "-> dp D x tp T x pp P, ..."
   read -r new_tp new_pp frozen < <(echo "$line" |
     sed -E 's/.*-> dp [0-9]+ x tp ([0-9]+) x pp ([0-9]+),.* ([0-9]+) layer\(s\) frozen$/\1 \2 \3/')
+  # Step 4's checkpoint is written after the freeze: frozen tensors as they froze.
   /usr/bin/python3 "$here/frozen_tensors.py" "$run/checkpoints/step_00000004" \
     "$run/checkpoints/step_00000012" "$frozen"
-  "$TRIAX" reshard "$run/checkpoints/step_00000004" --tensor "$new_tp" --pipeline "$new_pp" \
-    --out "$run-step4" >/dev/null
+  # The reference: the same run without freezing saves step 4, resharded to the layout chosen.
+  "$MPIEXEC" -n 4 "$TRIAX" train "$CONFIG" "$@" --set parallel.tensor="$tp" \
+    --set parallel.pipeline="$pp" --set checkpoint.every=4 --set run.dir="$run-unfrozen" \
+    >"$run-unfrozen.log" 2>&1 || { cat "$run-unfrozen.log"; exit 1; }
+  [ "$new_pp" = 1 ] || { echo "FAIL: the reference needs AutoPipe's split at pp $new_pp"; exit 1; }
+  "$TRIAX" reshard "$run-unfrozen/checkpoints/step_00000004" --tensor "$new_tp" \
+    --pipeline "$new_pp" --out "$run-step4" >/dev/null
   "$MPIEXEC" -n 4 "$TRIAX" train "$CONFIG" "$@" --set parallel.tensor="$new_tp" \
     --set parallel.pipeline="$new_pp" --set train.frozen_layers="$frozen" "${FREEZE[@]}" \
     --set run.dir="$run-resumed" --resume "$run-step4" >"$run-resumed.log" 2>&1 ||

@@ -114,21 +114,28 @@ TEST_CASE("the freeze rule: min(F + ceil(alpha (L - F)), argmin + 1, cap), never
   CHECK(frozen_after(f, 8, 4, {}) == 6);
   f.rate = 0.1;  // at least one layer a decision
   CHECK(frozen_after(f, 8, 0, {}) == 1);
+  f.rate = 1.0;  // max_fraction 1 still leaves one layer to train
+  f.max_fraction = 1.0;
+  CHECK(frozen_after(f, 8, 0, {}) == 7);
 }
 
-TEST_CASE("frozen layers cost a third in the stage split", "[freeze]") {
+TEST_CASE("frozen layers cost a third in AutoPipe's split", "[freeze]") {
   StageCosts costs;
   costs.layer = 3;
   costs.frozen = 2;
   CHECK(costs.layers(0, 4) == Approx(1 + 1 + 3 + 3));
   CHECK(costs.layers(1, 3) == Approx(1 + 3));
   CHECK(costs.layers(2, 4) == Approx(6));
+  // Six of eight layers frozen weigh as two: the first of two stages takes more than half.
+  costs.frozen = 6;
+  const auto split = balance_layers(8, 2, costs, {{0, 4}, {4, 8}});
+  CHECK(split[0].second > 4);
+  // The plan's own split does not depend on train.frozen_layers (a checkpoint's stages stay
+  // where they were); AutoPipe writes its split into schedule.layer_boundaries.
   Config c = gpt(1, 2);
   const auto even = plan_run(c, 2, DataCheck::kSkip).stage_layers;
-  c.train.frozen_layers = 4;
-  const auto split = plan_run(c, 2, DataCheck::kSkip).stage_layers;
-  // Four frozen layers weigh as 4/3: the first stage takes more layers than the even split.
-  CHECK(split[0].second > even[0].second);
+  c.train.frozen_layers = 6;
+  CHECK(plan_run(c, 2, DataCheck::kSkip).stage_layers == even);
 }
 
 TEST_CASE("AutoPipe takes the least makespan, fewer stages on a tie; AutoDP the freed ranks",
@@ -137,34 +144,38 @@ TEST_CASE("AutoPipe takes the least makespan, fewer stages on a tie; AutoDP the 
   c.freeze.every = 4;
   const RunPlan plan = plan_run(c, 4, DataCheck::kSkip);
   const ModelSpec& spec = model_spec(c.model.arch);
+  // The makespan of pp stages balanced with `frozen` layers at a third, worked here.
   const auto span = [&](int64_t pp, int64_t frozen) {
-    Config t = c;
-    t.parallel.pipeline = pp;
-    t.train.frozen_layers = frozen;
-    const RunPlan p = plan_run(t, 4, DataCheck::kSkip);
     StageCosts costs = stage_costs(c.model, spec.flops_per_unit);
     costs.frozen = frozen;
-    const auto stages = estimated_stage_costs(p.stage_layers, costs);
+    std::vector<std::pair<int64_t, int64_t>> even;
+    for (int64_t s = 0; s < pp; ++s) even.emplace_back(8 * s / pp, 8 * (s + 1) / pp);
+    const auto stages =
+        estimated_stage_costs(balance_layers(8, static_cast<int>(pp), costs, even), costs);
     const double slowest = *std::max_element(stages.begin(), stages.end());
-    return (static_cast<double>(p.batch.num_microbatches) + static_cast<double>(pp) - 1) * slowest;
+    const double microbatches = 16.0 / (2.0 * static_cast<double>(4 / pp));  // micro-batches of 2
+    return (microbatches + static_cast<double>(pp) - 1) * slowest;
   };
   for (int64_t frozen : {2, 6}) {
     const LayoutChange change = auto_pipe(plan, frozen, 4);
-    int64_t best = 4;
-    for (int64_t pp : {1, 2, 4}) {
-      if (span(pp, frozen) < span(best, frozen) * (1 - 1e-9) ||
-          (pp < best && span(pp, frozen) <= span(best, frozen) * (1 + 1e-9))) {
-        best = pp;
-      }
+    int64_t best = 1;
+    for (int64_t pp : {2, 4}) {
+      if (span(pp, frozen) < span(best, frozen) * (1 - 1e-9)) best = pp;
     }
     CHECK(*change.pipeline == best);
     CHECK(*change.frozen_layers == frozen);
-    CHECK(plan_run(apply_layout_change(plan, change), 4, DataCheck::kSkip).layout.dp_size() ==
-          4 / best);
+    const RunPlan after = plan_run(apply_layout_change(plan, change), 4, DataCheck::kSkip);
+    CHECK(after.layout.dp_size() == 4 / best);
+    CHECK(after.config.train.frozen_layers == frozen);
+    if (best > 1) CHECK(after.config.schedule.layer_boundaries.size() == size_t(best - 1));
   }
   Config in_place = c;
   in_place.freeze.relayout = false;
-  CHECK_FALSE(auto_pipe(plan_run(in_place, 4, DataCheck::kSkip), 2, 4).pipeline.has_value());
+  const RunPlan before = plan_run(in_place, 4, DataCheck::kSkip);
+  const LayoutChange same = auto_pipe(before, 2, 4);
+  CHECK_FALSE(same.pipeline.has_value());
+  CHECK(plan_run(apply_layout_change(before, same), 4, DataCheck::kSkip).stage_layers ==
+        before.stage_layers);
 }
 
 TEST_CASE("freezing is refused where it cannot run, naming the key", "[freeze]") {
