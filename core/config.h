@@ -359,6 +359,10 @@ struct FreezeConfig {
   /// After a freeze, re-partition the active layers into the fewest stages that stay balanced
   /// (AutoPipe) and give the freed ranks to dp (AutoDP); false = freeze in place. Default true.
   bool relayout = true;
+  /// AutoCache: the first stage keeps the frozen layers' output per training sample (in
+  /// run.dir/autocache/) and skips those layers for samples it has seen. Needs model.dropout 0.
+  /// Default true.
+  bool cache = true;
 };
 
 struct Config {

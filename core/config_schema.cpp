@@ -292,6 +292,9 @@ void visit_freeze(Config& c, ConfigVisitor& v) {
     v.field("relayout", c.freeze.relayout,
             "after a freeze, fewest balanced stages for the active layers (AutoPipe) and the "
             "freed ranks to dp (AutoDP); false = freeze in place");
+    v.field("cache", c.freeze.cache,
+            "AutoCache: keep the frozen layers' output per training sample (run.dir/autocache/) "
+            "and skip those layers for samples seen before; needs model.dropout 0");
   });
 }
 

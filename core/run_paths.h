@@ -9,6 +9,8 @@
 //     sample.txt               the text generated at the end (GPT)
 //     loss.png                 `triax plot RUN_DIR`
 //     checkpoints/             checkpoints, unless checkpoint.dir says otherwise
+//     relayout                 a layout change asked while the run goes on (train/relayout.h)
+//     autocache/               the frozen prefix's output per sample (train/prefix_cache.h)
 //     flight/rank_R.json       rank R's flight record (core/flight_recorder.h)
 //     flight/died.txt          the death watch's verdict on a rank that died (job/death_watch.h)
 //     flight/ended/rank_R      when rank R ended abnormally (Unix time), written by its watcher
@@ -34,6 +36,8 @@ class RunPaths {
   std::string sample() const { return under("sample.txt"); }
   /// A layout change asked for while the job runs (relayout.on_request: train/relayout.h).
   std::string relayout_request() const { return under("relayout"); }
+  /// AutoCache's rows (train/prefix_cache.h).
+  std::string prefix_cache() const { return under("autocache"); }
   std::string loss_plot() const { return under("loss.png"); }
   std::string checkpoints() const { return under("checkpoints"); }
   std::string flight_dir() const { return under("flight"); }

@@ -18,16 +18,27 @@ LocalBatches::LocalBatches(const TokenSequences& data, int64_t global_batch, int
   if (blocks) block_start_ = dp_rank * local_batch_;
 }
 
-torch::Tensor LocalBatches::local(int64_t k) {
+int64_t LocalBatches::first_row(int64_t k) {
   const int64_t epoch = k / per_epoch_;
   if (epoch != epoch_) {
     sampler_.set_epoch(epoch);
     indices_ = sampler_.indices();
     epoch_ = epoch;
   }
-  const int64_t first = block_start_ >= 0 ? (k % per_epoch_) * global_batch_ + block_start_
-                                          : (k % per_epoch_) * local_batch_;
+  return block_start_ >= 0 ? (k % per_epoch_) * global_batch_ + block_start_
+                           : (k % per_epoch_) * local_batch_;
+}
+
+torch::Tensor LocalBatches::local(int64_t k) {
+  const int64_t first = first_row(k);
   return data_.batch(indices_.data() + first, local_batch_);
+}
+
+torch::Tensor LocalBatches::sample_ids(int64_t k) {
+  const int64_t first = first_row(k);
+  return torch::tensor(
+      std::vector<int64_t>(indices_.begin() + first, indices_.begin() + first + local_batch_),
+      torch::kLong);
 }
 
 }  // namespace triax

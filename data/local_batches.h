@@ -31,6 +31,8 @@ class LocalBatches {
   /// This rank's rows of global batch `k` (counted from the start of training, across epochs):
   /// [global_batch / dp, seq_len + 1] int64.
   torch::Tensor local(int64_t k);
+  /// The training-set indices of those rows, in order: [global_batch / dp] int64.
+  torch::Tensor sample_ids(int64_t k);
 
  private:
   const TokenSequences& data_;
@@ -39,6 +41,9 @@ class LocalBatches {
   int64_t local_batch_;
   int64_t per_epoch_;
   int64_t block_start_ = -1;  ///< with blocks: this rank's first row in each global batch
+  /// This rank's first position in the epoch's order for global batch `k` (the epoch's order
+  /// drawn when it changes).
+  int64_t first_row(int64_t k);
   int64_t epoch_ = -1;
   std::vector<int64_t> indices_;
 };

@@ -34,6 +34,7 @@
 #include "models/hf_family.h"
 #include "models/kernel_work.h"
 #include "models/model_keys.h"
+#include "models/prefix_cache.h"
 #include "parallel/comm/communicator.h"
 #include "parallel/dp/parameter_gate.h"
 
@@ -41,17 +42,27 @@ namespace triax {
 
 /// Samples in rows: GPT inputs/targets [n, seq_len] token ids; MLP images [n, 784], labels [n].
 struct Batch {
+  Batch() = default;
+  Batch(torch::Tensor inputs_, torch::Tensor targets_, torch::Tensor samples_ = torch::Tensor())
+      : inputs(std::move(inputs_)), targets(std::move(targets_)), samples(std::move(samples_)) {}
   torch::Tensor inputs;
   torch::Tensor targets;
+  /// Training batches of token data: each row's index in the training set ([n] int64, on the
+  /// CPU), what AutoCache keys its rows by (models/prefix_cache.h); else undefined.
+  torch::Tensor samples;
   int64_t size() const { return inputs.size(0); }
-  /// Rows [first, first + count) of both.
+  /// Rows [first, first + count) of each.
   Batch slice(int64_t first, int64_t count) const {
-    return Batch{inputs.narrow(0, first, count), targets.narrow(0, first, count)};
+    const auto rows = [&](const torch::Tensor& t) {
+      return t.defined() ? t.narrow(0, first, count) : t;
+    };
+    return Batch{rows(inputs), rows(targets), rows(samples)};
   }
-  /// Both on `device` (themselves where they are there already; an undefined one stays so).
+  /// Inputs and targets on `device` (themselves where they are there already; an undefined one
+  /// stays so); the sample indices stay on the CPU.
   Batch to(const torch::Device& device) const {
     const auto move = [&](const torch::Tensor& t) { return t.defined() ? t.to(device) : t; };
-    return Batch{move(inputs), move(targets)};
+    return Batch{move(inputs), move(targets), samples};
   }
 };
 
@@ -91,6 +102,10 @@ class ModelChunk {
   /// missing from `state` leaves its stream as it is).
   virtual std::vector<std::pair<std::string, torch::Tensor>> rng_state() { return {}; }
   virtual void set_rng_state(const std::map<std::string, torch::Tensor>& /*state*/) {}
+  /// AutoCache on the first stage (null: none): the chunk takes its frozen prefix's output from
+  /// `cache` for the training samples it holds and runs the prefix only for the others. False
+  /// where the chunk cannot (then it is never used).
+  virtual bool set_prefix_cache(PrefixCache* /*cache*/) { return false; }
 };
 
 /// This rank's memory by the family's formulas (bytes).

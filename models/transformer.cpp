@@ -334,7 +334,9 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids) {
   return dropout_->shared(h, options_.dropout, is_training());
 }
 
-torch::Tensor TransformerImpl::run_layers(torch::Tensor h) {
+torch::Tensor TransformerImpl::run_layers(torch::Tensor h, size_t begin, size_t end) {
+  TRIAX_CHECK(begin <= end && end <= blocks_.size(), "blocks [", begin, ", ", end, ") of ",
+              blocks_.size());
   // The rotary tables are no module state (nothing to save): they follow the activations' device.
   if (cos_.defined() && cos_.device() != h.device()) {
     cos_ = cos_.to(h.device());
@@ -352,7 +354,7 @@ torch::Tensor TransformerImpl::run_layers(torch::Tensor h) {
                             : options_.recompute_layers > 0
                                 ? static_cast<size_t>(options_.recompute_layers)
                                 : blocks_.size();
-  for (size_t i = 0; i < blocks_.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     TransformerBlock& block = blocks_[i];
     // ZeRO-3: block i is unit 1 + i; the next unit is gathered beside it (forward: the next
     // block or the head; backward: the previous block or the embedding).

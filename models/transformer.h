@@ -27,6 +27,8 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+
 #include <string>
 #include <vector>
 
@@ -172,7 +174,11 @@ class TransformerImpl : public torch::nn::Module {
   /// parallelism; needs has_embedding).
   torch::Tensor embed(const torch::Tensor& ids);
   /// Runs this part's layers over hidden states [b, s, hidden].
-  torch::Tensor run_layers(torch::Tensor h);
+  torch::Tensor run_layers(torch::Tensor h) { return run_layers(std::move(h), 0, blocks_.size()); }
+  /// Runs this part's blocks [begin, end) (counted from its first layer) over `h`.
+  torch::Tensor run_layers(torch::Tensor h, size_t begin, size_t end);
+  /// How many blocks this part holds.
+  size_t block_count() const { return blocks_.size(); }
   /// Final norm and head: [b, s, hidden] -> this rank's logits [b, s, padded_vocab / tp].
   torch::Tensor local_logits(const torch::Tensor& h);
   /// Mean cross-entropy over tokens != ignore_index, from hidden states (needs has_head).

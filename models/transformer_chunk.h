@@ -66,7 +66,13 @@ class TransformerChunk : public ModelChunk {
   TransformerChunk(const TransformerOptions& options, Communicator& tp) : model_(options, tp) {}
   torch::nn::Module& module() override { return *model_; }
   torch::Tensor forward(const torch::Tensor& input, const Batch& micro) override {
-    return model_->run_layers(input.defined() ? input : model_->embed(micro.inputs));
+    if (input.defined()) return model_->run_layers(input);
+    const size_t cached =
+        cache_ != nullptr && micro.samples.defined()
+            ? std::min(static_cast<size_t>(cache_->layers()), model_->block_count())
+            : 0;
+    if (cached == 0) return model_->run_layers(model_->embed(micro.inputs));
+    return model_->run_layers(cached_prefix(micro, cached), cached, model_->block_count());
   }
   torch::Tensor loss(const torch::Tensor& output, const Batch& micro) override {
     return model_->loss_from_hidden(output, micro.targets);
@@ -93,6 +99,10 @@ class TransformerChunk : public ModelChunk {
     const auto streams = model_->dropout().state();
     return {{"dropout_shared", streams[0]}, {"dropout_tp_local", streams[1]}};
   }
+  bool set_prefix_cache(PrefixCache* cache) override {
+    cache_ = cache;
+    return true;
+  }
   void set_rng_state(const std::map<std::string, torch::Tensor>& state) override {
     const auto shared = state.find("dropout_shared");
     const auto local = state.find("dropout_tp_local");
@@ -102,7 +112,23 @@ class TransformerChunk : public ModelChunk {
   }
 
  private:
+  /// The output of the first `cached` blocks for `micro`: the cache's rows, the blocks run only
+  /// over the samples it missed (and those rows kept).
+  torch::Tensor cached_prefix(const Batch& micro, size_t cached) {
+    torch::Tensor hidden;
+    const torch::Tensor hit = cache_->fetch(micro.samples, micro.inputs, &hidden);
+    const int64_t hits = hit.sum().item<int64_t>();
+    if (hits == micro.size()) return hidden.to(micro.inputs.device());
+    const torch::Tensor miss = hit.logical_not().nonzero().flatten();
+    const torch::Tensor inputs = micro.inputs.index_select(0, miss.to(micro.inputs.device()));
+    const torch::Tensor computed = model_->run_layers(model_->embed(inputs), 0, cached);
+    cache_->store(micro.samples.index_select(0, miss), inputs, computed);
+    if (hits == 0) return computed;
+    return hidden.to(computed.device()).index_copy(0, miss.to(computed.device()), computed);
+  }
+
   Transformer model_;
+  PrefixCache* cache_ = nullptr;
 };
 
 /// Stage `stage`'s chunk of the family whose preset `Preset` (GptOptions, LlamaOptions) reads

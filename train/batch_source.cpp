@@ -24,7 +24,11 @@ class TokenBatches : public BatchSource {
         eval_batches_(plan.data.eval_batches),
         microbatches_(static_cast<int>(plan.batch.num_microbatches)),
         in_blocks_(block_deal(plan)) {}
-  Batch train_batch(int64_t step) override { return token_batch(train_.local(step)); }
+  Batch train_batch(int64_t step) override {
+    Batch batch = token_batch(train_.local(step));
+    batch.samples = train_.sample_ids(step);  // AutoCache's keys
+    return batch;
+  }
   int64_t eval_batches() const override { return eval_batches_; }
   EvalBatch eval_batch(int64_t k) override {
     return EvalBatch{token_batch(held_out_.local(k)), microbatches_};

@@ -142,6 +142,14 @@ void check_freeze(const Config& c) {
                           " is not supported with ddp.shard: parameters (ZeRO-3 gathers frozen and "
                           "active parameters alike; valid: ddp.shard none, optimizer, gradients)"));
   }
+  if (c.freeze.cache && c.model.dropout > 0) {
+    throw ConfigError(
+        str("freeze.cache: true keeps the frozen layers' output per sample, which "
+            "model.dropout: ",
+            c.model.dropout,
+            " draws anew at every step (valid: model.dropout: 0, or freeze.cache: "
+            "false)"));
+  }
   if (c.freeze.every > 0 && c.freeze.criterion == FreezeCriterion::kGradientNorm &&
       level != ShardLevel::kNone) {
     throw ConfigError(

@@ -87,6 +87,7 @@ void StepReport::record(const StepOutcome& o, const std::vector<double>& memory_
       .add("grad_norm", o.grad_norm)
       .add("step_s", o.seconds);
   if (o.metric) record.add(spec_.metric_key, *o.metric);
+  if (o.prefix_cached) record.add("prefix_cached", *o.prefix_cached);
   if (pending_relayout_) {
     record.add("relayout_after_step", pending_relayout_->step)
         .add("relayout_from", pending_relayout_->from)

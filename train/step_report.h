@@ -33,6 +33,9 @@ struct StepOutcome {
   double seconds = 0;            ///< the step's wall time
   std::optional<double> metric;  ///< the evaluation metric, on evaluation steps
   int64_t metric_samples = 0;    ///< the samples it covers (all ranks)
+  /// AutoCache: the fraction of this rank's first-stage rows whose frozen prefix came from the
+  /// cache (train/prefix_cache.h); absent when nothing is cached.
+  std::optional<double> prefix_cached;
 };
 
 /// An online layout change (train/relayout.h): after which step, from and to which layout, what

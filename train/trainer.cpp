@@ -399,10 +399,23 @@ double Trainer::global_mean_loss() {
          static_cast<double>(all.numel());
 }
 
+std::vector<torch::Tensor> Trainer::frozen_parameters() const {
+  std::vector<torch::Tensor> out;
+  for (const OptimizedParam& p : frozen_) out.push_back(p.tensor);
+  return out;
+}
+
+void Trainer::attach_prefix_cache(PrefixCache* cache) {
+  // Stage 0 is chunk 0 of pipeline rank 0 under every placement (schedules/stage_placement.h).
+  if (context_.pp_rank() != 0 || chunks_.empty()) return;
+  const bool taken = chunks_.front()->set_prefix_cache(cache);
+  TRIAX_CHECK(taken || cache == nullptr, spec_.name, " chunks cannot cache a frozen prefix");
+}
+
 Batch Trainer::context_part(const Batch& local) const {
   if (context_.cp_size() == 1) return local;
   const ContextSplit split(config_.model.seq_len, context_.cp_rank(), context_.cp_size());
-  return Batch{split.take(local.inputs, 1), split.take(local.targets, 1)};
+  return Batch{split.take(local.inputs, 1), split.take(local.targets, 1), local.samples};
 }
 
 void Trainer::with_whole_parameters(const std::function<void()>& use, size_t first) {
@@ -514,19 +527,28 @@ bool Trainer::is_frozen(const ModelChunk& chunk, const std::string& name, const 
 
 std::vector<double> Trainer::layer_gradient_norms() {
   const int64_t layers = config_.model.layers;
+  // Which parameters count, once over tp, and their layers: found once (the tensors stay).
+  if (!layer_params_found_) {
+    for (size_t c = 0; c < chunks_.size(); ++c) {
+      const int stage = schedule_.stage_of(context_.pp_rank(), static_cast<int>(c));
+      const int64_t first_layer = plan_stage_layers_[static_cast<size_t>(stage)].first;
+      const auto traits = collect_param_traits(chunks_[c]->module());
+      for (const auto& item : chunks_[c]->module().named_parameters()) {
+        if (item.key().rfind("layer", 0) != 0) continue;
+        if (!traits.at(item.key()).counted(context_.tp_rank())) continue;
+        layer_params_.emplace_back(item.value(),
+                                   first_layer + chunks_[c]->parameter_unit(item.key()) - 1);
+      }
+    }
+    layer_params_found_ = true;
+  }
   // Each parameter's sum of squares where it lives, one transfer for all, then by layer.
   std::vector<torch::Tensor> sums;
   std::vector<int64_t> layer_of;
-  for (size_t c = 0; c < chunks_.size(); ++c) {
-    const int stage = schedule_.stage_of(context_.pp_rank(), static_cast<int>(c));
-    const int64_t first_layer = plan_stage_layers_[static_cast<size_t>(stage)].first;
-    const auto traits = collect_param_traits(chunks_[c]->module());
-    for (const auto& item : chunks_[c]->module().named_parameters()) {
-      if (item.key().rfind("layer", 0) != 0 || !item.value().grad().defined()) continue;
-      if (!traits.at(item.key()).counted(context_.tp_rank())) continue;  // once over tp
-      sums.push_back(item.value().grad().detach().to(torch::kFloat).pow(2).sum());
-      layer_of.push_back(first_layer + chunks_[c]->parameter_unit(item.key()) - 1);
-    }
+  for (const auto& [param, layer] : layer_params_) {
+    if (!param.grad().defined()) continue;  // frozen
+    sums.push_back(param.grad().detach().to(torch::kFloat).pow(2).sum());
+    layer_of.push_back(layer);
   }
   torch::Tensor squares = torch::zeros({layers}, torch::kDouble);
   if (!sums.empty()) {

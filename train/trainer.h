@@ -134,6 +134,11 @@ class Trainer {
   int64_t model_parameters() const { return model_parameters_; }
   /// train.frozen_layers: the first layers and the embedding take no part in training.
   int64_t frozen_layers() const { return config_.train.frozen_layers; }
+  /// This rank's frozen parameters (train.frozen_layers), in a fixed order.
+  std::vector<torch::Tensor> frozen_parameters() const;
+  /// AutoCache (train/prefix_cache.h): the first stage takes its frozen prefix's output from
+  /// `cache` (null: none; it must outlive its use here). Other ranks ignore it.
+  void attach_prefix_cache(PrefixCache* cache);
   /// Each layer's gradient norm after the last step (every layer of the model; frozen ones 0), the
   /// same on the ranks of a model-parallel group (a collective over it). The freeze algorithm's
   /// statistic: the gradients DDP left averaged in .grad (not under a sharded optimizer).
@@ -185,6 +190,9 @@ class Trainer {
   std::vector<OptimizedParam> frozen_;  ///< train.frozen_layers: not in params_, DDP or optimizer
   std::vector<std::pair<std::string, torch::Tensor>> frozen_state_;  ///< their optimizer state
   std::vector<bool> input_needs_grad_;                               ///< by chunk
+  /// layer_gradient_norms: each counted layer parameter and its layer (found at the first call).
+  std::vector<std::pair<torch::Tensor, int64_t>> layer_params_;
+  bool layer_params_found_ = false;
   std::map<int, Schedule> eval_schedules_;  ///< forward-only, by micro-batch count
   int64_t model_parameters_ = 0;
   double grad_norm_ = 0;

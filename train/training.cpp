@@ -54,6 +54,7 @@ Training::Training(const RunPlan& plan, ParallelContext& context, Clock::time_po
 TrainingResult Training::run() {
   auto trainer = std::make_unique<Trainer>(*plan_, *context_);
   const int64_t start = load_checkpoint(*trainer);
+  open_cache(*trainer);
   const int64_t total = plan_->data.total_steps;
   if (start >= total) {  // a requeued job that had already finished, or fewer steps configured
     log::info(str("nothing to train: the checkpoint is at step ", start, " and the run has ", total,
@@ -77,9 +78,18 @@ TrainingResult Training::run() {
     outcome.lr = learning_rate(train, step, total);
     trainer->set_learning_rate(outcome.lr);
     trainer->set_tracing(tracing(outcome.step));
+    const int64_t hits = prefix_cache_ ? prefix_cache_->hits() : 0;
+    const int64_t misses = prefix_cache_ ? prefix_cache_->misses() : 0;
     const Clock::time_point begin = Clock::now();
     outcome.loss = trainer->step_local(local);
     outcome.seconds = seconds_since(begin);
+    if (prefix_cache_) {
+      const int64_t rows = prefix_cache_->hits() + prefix_cache_->misses() - hits - misses;
+      if (rows > 0) {
+        outcome.prefix_cached =
+            static_cast<double>(prefix_cache_->hits() - hits) / static_cast<double>(rows);
+      }
+    }
     outcome.grad_norm = trainer->last_grad_norm();
     if (tracing(outcome.step)) write_trace(*trainer, outcome.step);  // gathers over pp
     if (evaluating(outcome.step)) {
@@ -225,6 +235,7 @@ void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer
   saves.reset();
   batches.reset();
   trainer.reset();
+  prefix_cache_.reset();  // (after the trainer that points at it)
   auto plan = std::make_unique<RunPlan>(std::move(change.plan));
   // The datasets stay open: what they allow depends on the global batch, which is kept.
   plan->has_data = plan_->has_data;
@@ -247,6 +258,7 @@ void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer
     shard.emplace(name, std::move(tensor));
   }
   trainer->load_state_tensors(shard);
+  open_cache(*trainer);
   batches = make_batch_source(*plan_, context_->dp_rank());
   saves = std::make_unique<BackgroundSave>(*context_, plan_->config);
   context_->world().barrier();
@@ -264,6 +276,17 @@ void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer
                   resume_hint(*plan_), " (or list the change in relayout.steps)"));
   }
   report.record_relayout(event, plan_->config);
+}
+
+void Training::open_cache(Trainer& trainer) {
+  prefix_cache_ = open_prefix_cache(*plan_, *context_, trainer.frozen_parameters());
+  trainer.attach_prefix_cache(prefix_cache_.get());
+  if (prefix_cache_wanted(*plan_)) {
+    log::info(str("AutoCache: the first stage keeps the output of the ",
+                  plan_->config.train.frozen_layers, " frozen layer(s) per training sample (",
+                  RunPaths(plan_->config.run.dir).prefix_cache(),
+                  "/) and runs them only for samples it has not seen since they froze"));
+  }
 }
 
 int64_t Training::load_checkpoint(Trainer& trainer) {

@@ -19,6 +19,7 @@
 #include "checkpoint/manifest.h"
 #include "parallel/parallel_context.h"
 #include "train/batch_source.h"
+#include "train/prefix_cache.h"
 #include "train/relayout.h"
 #include "train/run_plan.h"
 #include "train/step_report.h"
@@ -83,6 +84,9 @@ class Training {
                      std::unique_ptr<BatchSource>& batches, std::unique_ptr<BackgroundSave>& saves,
                      StepReport& report);
 
+  /// AutoCache for `trainer` after its weights are in (collective: open_prefix_cache).
+  void open_cache(Trainer& trainer);
+
   // The plan and groups in effect: the caller's until a layout change, then this object's.
   const RunPlan* plan_;
   ParallelContext* context_;
@@ -94,6 +98,7 @@ class Training {
   std::vector<LayoutChange> scheduled_;  // relayout.steps
   std::vector<double> layer_norms_;      // freeze: each layer's gradient norm, summed since the
                                          // last decision
+  std::unique_ptr<FilePrefixCache> prefix_cache_;  // AutoCache (the trainer points at it)
 };
 
 }  // namespace triax

@@ -6,8 +6,10 @@
 # text (Debian's licence texts, /usr/share/common-licenses) three ways per round, rounds
 # interleaved: `full` = all layers at pp 4 (the layout PipeTransformer starts from), `freeze` =
 # the same with freezing every quarter epoch from the end of the first epoch (re-laid out as
-# AutoPipe/AutoDP choose), and `full-dp` = all layers at pp 1 (dp = RANKS), which separates what
-# the freeze gains from what the layout alone gains. Printed: each run's wall time and final
+# AutoPipe/AutoDP choose, AutoCache on), `freeze-nocache` = the same with freeze.cache: false
+# (what AutoCache gains), and `full-dp` = all layers at pp 1 (dp = RANKS), which separates what
+# the freeze gains from what the layout alone gains. FREEZE_SET (environment) adds settings to
+# both freezing runs, e.g. FREEZE_SET="--set freeze.max_fraction=0.5". Printed: each run's wall time and final
 # held-out loss, the ratios beside the goals, and for the freezing run the time per phase, the
 # layouts chosen and each re-layout's pause beside what saving and resuming costs instead (the
 # pretraining's save; the fine-tune's load, and its process start to the end of its first step).
@@ -41,10 +43,14 @@ FINETUNE=(--set data.tokens="$WORK/licenses" --set train.steps=0 --set train.epo
   --set checkpoint.at_end=false --set relayout.on_request=false)
 echo "fine-tuning: $EPOCHS epochs of $steps_per_epoch steps on the licence texts; freezing every" \
   "$every steps from step $steps_per_epoch"
+read -r -a freeze_set <<<"${FREEZE_SET:-}"
 for round in $(seq 1 "$ROUNDS"); do
-  for mode in full freeze full-dp; do
+  for mode in full freeze freeze-nocache full-dp; do
     extra=(--resume "$WORK/init")
-    [ "$mode" = freeze ] && extra+=(--set freeze.every="$every" --set freeze.start="$steps_per_epoch")
+    case $mode in freeze*)
+      extra+=(--set freeze.every="$every" --set freeze.start="$steps_per_epoch" "${freeze_set[@]}")
+    esac
+    [ "$mode" = freeze-nocache ] && extra+=(--set freeze.cache=false)
     [ "$mode" = full-dp ] && extra=(--resume "$WORK/init-pp1" --set parallel.pipeline=1)
     rm -rf "$WORK/$mode"
     begin=$(date +%s%N)
