@@ -101,7 +101,9 @@ torch::Tensor FilePrefixCache::fetch(const torch::Tensor& samples, const torch::
     hit[i] = 1;
   }
   // Every rank computing these rows must run the prefix for the same ones (its layers talk).
-  for (Communicator* group : agree_) group->all_reduce(hit, ReduceOp::kMin);
+  for (Communicator* group : agree_) {
+    if (group->size() > 1) group->all_reduce(hit, ReduceOp::kMin);
+  }
   const int64_t hits = hit.sum().item<int64_t>();
   hits_ += hits;
   misses_ += n - hits;
@@ -143,35 +145,65 @@ void FilePrefixCache::store(const torch::Tensor& samples, const torch::Tensor& i
   }
 }
 
-bool prefix_cache_wanted(const RunPlan& plan) {
+bool prefix_cache_wanted(const RunPlan& plan, int64_t step) {
   const Config& c = plan.config;
+  const int64_t per_epoch = plan.data.steps_per_epoch;
   return c.freeze.cache && c.train.frozen_layers > 0 && RunPaths(c.run.dir).enabled() &&
-         model_spec(c.model.arch).data == DataSource::kTokenFiles;
+         model_spec(c.model.arch).data == DataSource::kTokenFiles && per_epoch > 0 &&
+         (plan.data.total_steps - 1) / per_epoch > step / per_epoch;
 }
 
 std::unique_ptr<FilePrefixCache> open_prefix_cache(const RunPlan& plan, ParallelContext& context,
-                                                   const std::vector<torch::Tensor>& frozen) {
-  if (!prefix_cache_wanted(plan)) return nullptr;
+                                                   int64_t step, int64_t layers,
+                                                   const std::vector<torch::Tensor>& parameters) {
   const Config& c = plan.config;
+  if (!prefix_cache_wanted(plan, step)) {
+    if (c.freeze.cache && c.train.frozen_layers > 0 && RunPaths(c.run.dir).enabled()) {
+      log::info("AutoCache off: no later epoch would read the rows (train.epochs)");
+    }
+    return nullptr;
+  }
   const std::string dir = RunPaths(c.run.dir).prefix_cache();
+  const std::vector<int64_t> row(plan.activation_shape.begin() + 1, plan.activation_shape.end());
+  int64_t row_bytes = static_cast<int64_t>(sizeof(float));
+  for (const int64_t d : row) row_bytes *= d;
+  const double file_bytes =
+      static_cast<double>(plan.data.train_samples) * static_cast<double>(row_bytes + 16);
   std::unique_ptr<FilePrefixCache> cache;
   std::string name, failure;
   if (context.pp_rank() == 0) {
     uint32_t weights = 0;
-    for (const torch::Tensor& t : frozen) {
+    for (const torch::Tensor& t : parameters) {
       const torch::Tensor bytes = t.detach().to(torch::kCPU).contiguous();
       weights ^=
           crc32_of(bytes.data_ptr(), static_cast<size_t>(bytes.numel() * bytes.element_size()));
       weights = weights * 16777619u + static_cast<uint32_t>(bytes.numel());  // order matters
     }
-    const std::vector<int64_t> row(plan.activation_shape.begin() + 1, plan.activation_shape.end());
-    name = str("layers", c.train.frozen_layers, "-tp", context.tp_rank(), "of", context.tp_size(),
-               "-cp", context.cp_rank(), "of", context.cp_size(), "-", join(row, "x"), "-",
-               crc_text(weights), ".rows");
+    // What else decides a row's bits: the model's keys and the arithmetic.
+    std::string settings;
+    const ModelKeys keys = model_spec(c.model.arch).model_keys(c.model);
+    for (const auto& [key, value] : keys.entries()) {
+      settings += key + "=" + value + ";";
+    }
+    settings += str(c.train.precision, c.train.bf16_matmul, c.train.param_dtype, c.train.numerics,
+                    c.train.micro_batch_invariant, c.run.device, c.parallel.context_mode,
+                    c.parallel.sequence);
+    name =
+        str("layers", layers, "-tp", context.tp_rank(), "of", context.tp_size(), "-cp",
+            context.cp_rank(), "of", context.cp_size(), "-", join(row, "x"), "-", crc_text(weights),
+            "-", crc_text(crc32_of(settings.data(), settings.size())), ".rows");
     try {
       std::filesystem::create_directories(dir);
+      const double available = static_cast<double>(std::filesystem::space(dir).available);
+      if (2 * file_bytes > available) {
+        throw Error(str(dir, " has ", fixed(available / 1048576.0, 0), " MiB free; the rows of ",
+                        plan.data.train_samples, " samples may take ",
+                        fixed(file_bytes / 1048576.0, 0),
+                        " MiB, and AutoCache keeps twice that free (freeze.cache: false "
+                        "silences this)"));
+      }
       cache = std::make_unique<FilePrefixCache>(
-          dir + "/" + name, c.train.frozen_layers, row, torch::kFloat,
+          dir + "/" + name, layers, row, torch::kFloat,
           std::vector<Communicator*>{&context.tp(), &context.cp()});
     } catch (const std::exception& e) {
       failure = e.what();
@@ -194,6 +226,11 @@ std::unique_ptr<FilePrefixCache> open_prefix_cache(const RunPlan& plan, Parallel
         std::filesystem::remove(entry.path(), ignored);
       }
     }
+    log::info(str("AutoCache: the first stage keeps the output of its ", layers,
+                  " frozen layer(s) per training sample in ", dir, "/ (up to ",
+                  fixed(file_bytes / 1048576.0, 0),
+                  " MiB a tensor/context position) and runs "
+                  "them only for samples it has not seen since"));
   }
   return cache;
 }

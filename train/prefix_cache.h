@@ -4,14 +4,16 @@
 // one file per (tensor, context) position under run.dir/autocache/, record i at offset
 // i x (header + row). A file rather than this process's memory because the distributed sampler
 // deals a sample to a different dp rank every epoch: every dp replica of a position reads and
-// writes the same rows (on one node the page cache is the shared memory; the rows are written
-// once, when first computed, so the file is no larger than the samples seen). A record carries
+// writes the same rows (on one node the page cache is the shared memory; a row is written when
+// computed, so the sparse file grows with the samples seen, up to samples x row bytes: opening
+// refuses a disk with less than twice that free). A record carries
 // its sample, the CRC of the tokens it was computed from and of its bytes: a row from other
 // tokens, a torn write or an empty (sparse) slot reads as a miss, and the ranks computing the
 // same rows agree on the misses (a MIN over tensor and context parallel) before running the
-// prefix for them. The file's name holds the frozen-layer count, the position and a CRC of the
-// frozen parameters, so a grown prefix or other weights never read old rows; opening the cache
-// removes every other file there.
+// prefix for them. The file's name holds the cached layer count, the position, the row's shape,
+// a CRC of the parameters the rows depend on and one of the settings that change their bits
+// (the model's keys, precision, numerics, device, context mode), so a grown prefix, other weights
+// or other arithmetic never read old rows; opening the cache removes every other file there.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,7 @@ class FilePrefixCache : public PrefixCache {
   /// Rows of `row_shape` and `dtype` after `layers` layers, in `path` (opened for reading and
   /// writing, created if absent: throws Error naming it on failure). `agree`: the groups whose
   /// ranks compute the same rows (those of size 1 are skipped).
+  /// Each row is [row_shape] of `dtype`; a record is a 16-byte header and the row.
   FilePrefixCache(std::string path, int64_t layers, std::vector<int64_t> row_shape,
                   torch::ScalarType dtype, std::vector<Communicator*> agree);
   ~FilePrefixCache() override;
@@ -67,15 +70,17 @@ class FilePrefixCache : public PrefixCache {
   int64_t misses_ = 0;
 };
 
-/// Whether `plan` caches its frozen prefix: freeze.cache, layers frozen, a run.dir and token
-/// data.
-bool prefix_cache_wanted(const RunPlan& plan);
+/// Whether `plan` caches its frozen prefix from step `step` (steps done) on: freeze.cache, layers
+/// frozen, a run.dir, token data, and a later epoch to read the rows in.
+bool prefix_cache_wanted(const RunPlan& plan, int64_t step);
 
-/// This rank's cache when prefix_cache_wanted and it holds the first stage (else null), after
-/// `frozen` parameters (this rank's frozen tensors: their CRC names the file). Collective over
-/// the world: rank 0 removes the files no rank uses; if any rank cannot open its file no rank
-/// caches (each says why).
+/// This rank's cache when prefix_cache_wanted and it holds the first stage (else null): rows
+/// after `layers` layers (Trainer::prefix_layers), computed from `parameters`
+/// (Trainer::prefix_parameters). Collective over the world: rank 0 removes the files no rank
+/// uses and says what is cached; if any rank cannot open its file (or its disk lacks the room)
+/// no rank caches (each says why).
 std::unique_ptr<FilePrefixCache> open_prefix_cache(const RunPlan& plan, ParallelContext& context,
-                                                   const std::vector<torch::Tensor>& frozen);
+                                                   int64_t step, int64_t layers,
+                                                   const std::vector<torch::Tensor>& parameters);
 
 }  // namespace triax

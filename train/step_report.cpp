@@ -68,9 +68,9 @@ void StepReport::record(const StepOutcome& o, const std::vector<double>& memory_
     result_.seconds_to_first_step = seconds_between(process_start_, Clock::now());
   } else {
     steady_seconds_ += o.seconds;
-    steady_flops_ += units_per_step_ * flops_per_unit_;
+    steady_flops_ += units_per_step_ * (flops_per_unit_ - o.skipped_flops_per_unit);
   }
-  interval_flops_ += units_per_step_ * flops_per_unit_;
+  interval_flops_ += units_per_step_ * (flops_per_unit_ - o.skipped_flops_per_unit);
   result_.step_losses.push_back(o.loss);
   interval_seconds_ += o.seconds;
   interval_loss_ += o.loss;

@@ -36,6 +36,8 @@ struct StepOutcome {
   /// AutoCache: the fraction of this rank's first-stage rows whose frozen prefix came from the
   /// cache (train/prefix_cache.h); absent when nothing is cached.
   std::optional<double> prefix_cached;
+  /// FLOPs per unit the step did not do because of it (MFU counts only what ran).
+  double skipped_flops_per_unit = 0;
 };
 
 /// An online layout change (train/relayout.h): after which step, from and to which layout, what

@@ -108,6 +108,7 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
         // No gradient, no optimizer, no communication; its value (and the optimizer state it had
         // when it froze) still goes into checkpoints.
         item.value().requires_grad_(false);
+        if (stage == 0) prefix_params_.push_back(item.value());
         frozen_.push_back({StateName::of_parameter(c, item.key()).str(), item.value(),
                            t.counted(context_.tp_rank())});
         if (frozen_.back().counted) counted_parameters += t.real_elements(item.value().numel());
@@ -399,10 +400,9 @@ double Trainer::global_mean_loss() {
          static_cast<double>(all.numel());
 }
 
-std::vector<torch::Tensor> Trainer::frozen_parameters() const {
-  std::vector<torch::Tensor> out;
-  for (const OptimizedParam& p : frozen_) out.push_back(p.tensor);
-  return out;
+int64_t Trainer::prefix_layers() const {
+  if (context_.pp_rank() != 0) return 0;
+  return std::min(frozen_layers(), plan_stage_layers_.front().second);
 }
 
 void Trainer::attach_prefix_cache(PrefixCache* cache) {

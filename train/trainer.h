@@ -134,8 +134,12 @@ class Trainer {
   int64_t model_parameters() const { return model_parameters_; }
   /// train.frozen_layers: the first layers and the embedding take no part in training.
   int64_t frozen_layers() const { return config_.train.frozen_layers; }
-  /// This rank's frozen parameters (train.frozen_layers), in a fixed order.
-  std::vector<torch::Tensor> frozen_parameters() const;
+  /// AutoCache: the frozen layers stage 0 holds (0 on other pipeline ranks): what its cached rows
+  /// have been through.
+  int64_t prefix_layers() const;
+  /// The parameters those rows depend on: stage 0's frozen ones (the embedding, those layers),
+  /// in a fixed order (empty on other pipeline ranks).
+  const std::vector<torch::Tensor>& prefix_parameters() const { return prefix_params_; }
   /// AutoCache (train/prefix_cache.h): the first stage takes its frozen prefix's output from
   /// `cache` (null: none; it must outlive its use here). Other ranks ignore it.
   void attach_prefix_cache(PrefixCache* cache);
@@ -189,7 +193,8 @@ class Trainer {
   std::vector<std::pair<int64_t, int64_t>> plan_stage_layers_;  ///< [first, last) per stage
   std::vector<OptimizedParam> frozen_;  ///< train.frozen_layers: not in params_, DDP or optimizer
   std::vector<std::pair<std::string, torch::Tensor>> frozen_state_;  ///< their optimizer state
-  std::vector<bool> input_needs_grad_;                               ///< by chunk
+  std::vector<torch::Tensor> prefix_params_;  ///< stage 0's frozen parameters (AutoCache)
+  std::vector<bool> input_needs_grad_;        ///< by chunk
   /// layer_gradient_norms: each counted layer parameter and its layer (found at the first call).
   std::vector<std::pair<torch::Tensor, int64_t>> layer_params_;
   bool layer_params_found_ = false;

@@ -25,6 +25,7 @@
 #include "core/timing.h"
 #include "job/output_check.h"
 #include "job/stop_signal.h"
+#include "models/stage_balance.h"
 #include "parallel/comm/gather_text.h"
 #include "schedules/pipeline_trace.h"
 #include "train/freeze.h"
@@ -54,7 +55,7 @@ Training::Training(const RunPlan& plan, ParallelContext& context, Clock::time_po
 TrainingResult Training::run() {
   auto trainer = std::make_unique<Trainer>(*plan_, *context_);
   const int64_t start = load_checkpoint(*trainer);
-  open_cache(*trainer);
+  open_cache(*trainer, start);
   const int64_t total = plan_->data.total_steps;
   if (start >= total) {  // a requeued job that had already finished, or fewer steps configured
     log::info(str("nothing to train: the checkpoint is at step ", start, " and the run has ", total,
@@ -88,6 +89,7 @@ TrainingResult Training::run() {
       if (rows > 0) {
         outcome.prefix_cached =
             static_cast<double>(prefix_cache_->hits() - hits) / static_cast<double>(rows);
+        outcome.skipped_flops_per_unit = cached_flops_per_unit_ * *outcome.prefix_cached;
       }
     }
     outcome.grad_norm = trainer->last_grad_norm();
@@ -258,7 +260,7 @@ void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer
     shard.emplace(name, std::move(tensor));
   }
   trainer->load_state_tensors(shard);
-  open_cache(*trainer);
+  open_cache(*trainer, step);
   batches = make_batch_source(*plan_, context_->dp_rank());
   saves = std::make_unique<BackgroundSave>(*context_, plan_->config);
   context_->world().barrier();
@@ -278,15 +280,13 @@ void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer
   report.record_relayout(event, plan_->config);
 }
 
-void Training::open_cache(Trainer& trainer) {
-  prefix_cache_ = open_prefix_cache(*plan_, *context_, trainer.frozen_parameters());
+void Training::open_cache(Trainer& trainer, int64_t step) {
+  prefix_cache_ = open_prefix_cache(*plan_, *context_, step, trainer.prefix_layers(),
+                                    trainer.prefix_parameters());
   trainer.attach_prefix_cache(prefix_cache_.get());
-  if (prefix_cache_wanted(*plan_)) {
-    log::info(str("AutoCache: the first stage keeps the output of the ",
-                  plan_->config.train.frozen_layers, " frozen layer(s) per training sample (",
-                  RunPaths(plan_->config.run.dir).prefix_cache(),
-                  "/) and runs them only for samples it has not seen since they froze"));
-  }
+  // A cached row skips its frozen layers' forward: a third of each one's training FLOPs.
+  const StageCosts costs = stage_costs(plan_->config.model, trainer.spec().flops_per_unit);
+  cached_flops_per_unit_ = static_cast<double>(trainer.prefix_layers()) * costs.layer / 3.0;
 }
 
 int64_t Training::load_checkpoint(Trainer& trainer) {

@@ -84,8 +84,9 @@ class Training {
                      std::unique_ptr<BatchSource>& batches, std::unique_ptr<BackgroundSave>& saves,
                      StepReport& report);
 
-  /// AutoCache for `trainer` after its weights are in (collective: open_prefix_cache).
-  void open_cache(Trainer& trainer);
+  /// AutoCache for `trainer` after its weights are in, from `step` (steps done) on (collective:
+  /// open_prefix_cache).
+  void open_cache(Trainer& trainer, int64_t step);
 
   // The plan and groups in effect: the caller's until a layout change, then this object's.
   const RunPlan* plan_;
@@ -99,6 +100,7 @@ class Training {
   std::vector<double> layer_norms_;      // freeze: each layer's gradient norm, summed since the
                                          // last decision
   std::unique_ptr<FilePrefixCache> prefix_cache_;  // AutoCache (the trainer points at it)
+  double cached_flops_per_unit_ = 0;               // FLOPs a row from it skips
 };
 
 }  // namespace triax

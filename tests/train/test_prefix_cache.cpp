@@ -160,3 +160,26 @@ TEST_CASE("a chunk runs its frozen prefix only for the rows the cache misses", "
   CHECK(torch::equal(chunk->forward(torch::Tensor(), plain), reference));
   CHECK(cache.stored == 6);
 }
+
+TEST_CASE("AutoCache opens only when a later epoch reads its rows", "[autocache]") {
+  Config c = testing::tiny_gpt_config(1, 1, "1f1b", 1);
+  c.train.frozen_layers = 2;
+  c.run.dir = "/tmp/unused-run-dir";
+  RunPlan plan = plan_run(c, 1, DataCheck::kSkip);
+  plan.data.steps_per_epoch = 10;
+  plan.data.total_steps = 30;
+  CHECK(prefix_cache_wanted(plan, 0));
+  CHECK(prefix_cache_wanted(plan, 19));        // step 20 is in the second epoch; a third follows
+  CHECK_FALSE(prefix_cache_wanted(plan, 20));  // steps 21..30: the last epoch
+  plan.data.total_steps = 10;                  // one epoch: nothing is read again
+  CHECK_FALSE(prefix_cache_wanted(plan, 0));
+  plan.data.total_steps = 30;
+  plan.config.freeze.cache = false;
+  CHECK_FALSE(prefix_cache_wanted(plan, 0));
+  plan.config.freeze.cache = true;
+  plan.config.train.frozen_layers = 0;
+  CHECK_FALSE(prefix_cache_wanted(plan, 0));
+  plan.config.train.frozen_layers = 2;
+  plan.config.run.dir = "";
+  CHECK_FALSE(prefix_cache_wanted(plan, 0));
+}
