@@ -211,7 +211,7 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
                                 "    chunks_per_rank: []\n    schedule: []\n    on_request: true\n",
                                 "  freeze:\n    every: 0\n    start: 0\n    rate: 0.5\n"
                                 "    max_fraction: 0.75\n    criterion: \"gradient_norm\"\n"
-                                "    relayout: true\n"}) {
+                                "    relayout: true\n    cache: true\n"}) {
     const auto at = written.find(key);
     REQUIRE(at != std::string::npos);
     written.erase(at, key.size());

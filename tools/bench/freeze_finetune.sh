@@ -9,7 +9,8 @@
 # AutoPipe/AutoDP choose, AutoCache on), `freeze-nocache` = the same with freeze.cache: false
 # (what AutoCache gains), and `full-dp` = all layers at pp 1 (dp = RANKS), which separates what
 # the freeze gains from what the layout alone gains. FREEZE_SET (environment) adds settings to
-# both freezing runs, e.g. FREEZE_SET="--set freeze.max_fraction=0.5". Printed: each run's wall time and final
+# both freezing runs, e.g. FREEZE_SET="--set freeze.max_fraction=0.5"; MODEL_SET to every run,
+# pretraining included, e.g. MODEL_SET="--set model.tie_embeddings=false". Printed: each run's wall time and final
 # held-out loss, the ratios beside the goals, and for the freezing run the time per phase, the
 # layouts chosen and each re-layout's pause beside what saving and resuming costs instead (the
 # pretraining's save; the fine-tune's load, and its process start to the end of its first step).
@@ -22,7 +23,8 @@ trap 'rm -rf "$WORK"' EXIT
 [ -f runs/tokens/fortunes/train.tok ] ||
   build/triax prepare-data /usr/share/games/fortunes --out runs/tokens/fortunes >/dev/null
 build/triax prepare-data /usr/share/common-licenses --out "$WORK/licenses" >/dev/null
-COMMON=(--set parallel.tensor=1 --set parallel.pipeline=4 --set sample.tokens=0)
+read -r -a model_set <<<"${MODEL_SET:-}"
+COMMON=(--set parallel.tensor=1 --set parallel.pipeline=4 --set sample.tokens=0 "${model_set[@]}")
 echo "pretraining: $PRETRAIN steps on fortunes at dp $RANKS"
 mpiexec -n "$RANKS" build/triax train configs/gpt-fortunes.yaml "${COMMON[@]}" \
   --set parallel.pipeline=1 \
