@@ -27,9 +27,8 @@
 
 #include <torch/torch.h>
 
-#include <utility>
-
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config.h"

@@ -99,16 +99,16 @@ class TransformerChunk : public ModelChunk {
     const auto streams = model_->dropout().state();
     return {{"dropout_shared", streams[0]}, {"dropout_tp_local", streams[1]}};
   }
-  bool set_prefix_cache(PrefixCache* cache) override {
-    cache_ = cache;
-    return true;
-  }
   void set_rng_state(const std::map<std::string, torch::Tensor>& state) override {
     const auto shared = state.find("dropout_shared");
     const auto local = state.find("dropout_tp_local");
     if (shared != state.end() && local != state.end()) {
       model_->dropout().set_state({shared->second, local->second});
     }
+  }
+  bool set_prefix_cache(PrefixCache* cache) override {
+    cache_ = cache;
+    return true;
   }
 
  private:

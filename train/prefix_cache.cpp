@@ -54,9 +54,10 @@ std::string crc_text(uint32_t crc) {
   return text;
 }
 
-// The token ids a row was computed from, as bytes to check (int64, contiguous on the CPU).
-uint32_t tokens_crc(const torch::Tensor& row) {
-  return crc32_of(row.data_ptr(), static_cast<size_t>(row.numel() * row.element_size()));
+// Row i of the token ids a row was computed from (int64 [n, s], contiguous on the CPU).
+uint32_t tokens_crc(const torch::Tensor& tokens, int64_t i) {
+  const int64_t s = tokens.size(1);
+  return crc32_of(tokens.data_ptr<int64_t>() + i * s, static_cast<size_t>(s) * sizeof(int64_t));
 }
 
 }  // namespace
@@ -87,18 +88,20 @@ torch::Tensor FilePrefixCache::fetch(const torch::Tensor& samples, const torch::
   shape.insert(shape.end(), row_shape_.begin(), row_shape_.end());
   *hidden = torch::empty(shape, torch::TensorOptions().dtype(dtype_));
   torch::Tensor hit = torch::zeros({n}, torch::kInt);
+  int* hit_of = hit.data_ptr<int>();
+  const int64_t* sample_of = ids.data_ptr<int64_t>();
   auto* data = static_cast<char*>(hidden->data_ptr());
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t sample = ids[i].item<int64_t>();
+    const int64_t sample = sample_of[i];
     const int64_t offset = sample * record_bytes();
     Header header{};
     if (!read_at(fd_, &header, sizeof(header), offset)) continue;
     if (header.tag != static_cast<uint64_t>(sample) + 1) continue;
-    if (header.tokens_crc != tokens_crc(tokens[i])) continue;
+    if (header.tokens_crc != tokens_crc(tokens, i)) continue;
     char* row = data + i * row_bytes_;
     if (!read_at(fd_, row, row_bytes_, offset + static_cast<int64_t>(sizeof(header)))) continue;
     if (crc32_of(row, static_cast<size_t>(row_bytes_)) != header.row_crc) continue;
-    hit[i] = 1;
+    hit_of[i] = 1;
   }
   // Every rank computing these rows must run the prefix for the same ones (its layers talk).
   for (Communicator* group : agree_) {
@@ -115,7 +118,7 @@ void FilePrefixCache::store(const torch::Tensor& samples, const torch::Tensor& i
   if (!writable_) return;
   if (hidden.scalar_type() != dtype_) {
     log::warn(triax::str("prefix cache ", path_, ": rows of ", hidden.scalar_type(), ", not ",
-                         dtype_, "; caching stops here (the frozen layers run every step)"));
+                         dtype_, "; no more rows are kept (those kept are still read)"));
     writable_ = false;
     return;
   }
@@ -126,19 +129,18 @@ void FilePrefixCache::store(const torch::Tensor& samples, const torch::Tensor& i
               "prefix cache rows of ", rows.sizes(), " for ", ids.size(0), " samples of ",
               row_bytes_, " bytes");
   const auto* data = static_cast<const char*>(rows.data_ptr());
+  const int64_t* sample_of = ids.data_ptr<int64_t>();
   for (int64_t i = 0; i < ids.size(0); ++i) {
-    const int64_t sample = ids[i].item<int64_t>();
+    const int64_t sample = sample_of[i];
     const int64_t offset = sample * record_bytes();
     const char* row = data + i * row_bytes_;
     const Header header{static_cast<uint64_t>(sample) + 1,
-                        crc32_of(row, static_cast<size_t>(row_bytes_)), tokens_crc(tokens[i])};
+                        crc32_of(row, static_cast<size_t>(row_bytes_)), tokens_crc(tokens, i)};
     // The row before its header: a reader that sees the header sees the row (or a CRC miss).
     if (!write_at(fd_, row, row_bytes_, offset + static_cast<int64_t>(sizeof(header))) ||
         !write_at(fd_, &header, sizeof(header), offset)) {
       log::warn(str("prefix cache ", path_, ": cannot write sample ", sample, " (",
-                    std::strerror(errno),
-                    "); caching stops here (the frozen layers run for the "
-                    "rows not cached)"));
+                    std::strerror(errno), "); no more rows are kept (those kept are still read)"));
       writable_ = false;
       return;
     }

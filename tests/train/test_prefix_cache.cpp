@@ -9,7 +9,9 @@
 #include <fstream>
 #include <map>
 
+#include "core/strings.h"
 #include "models/model_spec.h"
+#include "parallel/comm/gather_text.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "support/tiny_gpt.h"
 #include "train/prefix_cache.h"
@@ -182,4 +184,28 @@ TEST_CASE("AutoCache opens only when a later epoch reads its rows", "[autocache]
   plan.config.train.frozen_layers = 2;
   plan.config.run.dir = "";
   CHECK_FALSE(prefix_cache_wanted(plan, 0));
+}
+
+TEST_CASE("ranks computing the same rows agree on their misses", "[mpi][autocache]") {
+  std::shared_ptr<Communicator> world = MpiCommunicator::world();
+  if (world->size() < 2) return;
+  // Each rank its own file (as tensor-parallel ranks have); only rank 0 holds sample 4's row, so
+  // every rank must report it missing (and run the frozen layers for it), and sample 3 found.
+  char name[] = "/tmp/triax_prefix_agree_XXXXXX";
+  const std::string dir = world->rank() == 0 ? std::string(::mkdtemp(name)) : std::string();
+  std::vector<std::string> dirs = all_gather_text(*world, dir);
+  const std::string file = str(dirs[0], "/rows-", world->rank());
+  world->barrier();
+  {
+    FilePrefixCache cache(file, 1, {2}, torch::kFloat, {world.get()});
+    const torch::Tensor tokens = torch::arange(6, torch::kLong).reshape({2, 3});
+    cache.store(ids({3}), tokens.narrow(0, 0, 1), torch::ones({1, 2}));
+    if (world->rank() == 0) cache.store(ids({4}), tokens.narrow(0, 1, 1), torch::ones({1, 2}));
+    torch::Tensor hidden;
+    const torch::Tensor hit = cache.fetch(ids({3, 4}), tokens, &hidden);
+    CHECK(hit[0].item<bool>());
+    CHECK_FALSE(hit[1].item<bool>());
+  }
+  world->barrier();
+  if (world->rank() == 0) std::filesystem::remove_all(dirs[0]);
 }
