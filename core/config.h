@@ -220,6 +220,22 @@ struct DdpConfig {
   /// and reduce the same sums, bit for bit. More, smaller buckets (slower on few cores). GPT and
   /// Llama only. Default false.
   bool unit_buckets = false;
+  /// How the replicas combine their gradients: "allreduce" (default: each holds the model and the
+  /// optimizer, gradients averaged among them) or "parameter_server" (servers hold the parameters
+  /// and AdamW's state; workers push gradients and pull weights: parameter_server.*,
+  /// docs/parameter_server.md).
+  DpMode mode = DpMode::kAllReduce;
+};
+
+/// ddp.mode: parameter_server (train/param_server.h, docs/parameter_server.md).
+struct ParameterServerConfig {
+  /// Servers per model replica position; the parameters are split among them by bytes. Default 1.
+  int64_t servers = 1;
+  /// "dedicated" (default): servers are ranks of their own, after the workers (world = workers +
+  /// servers); "colocated": the first `servers` dp ranks also serve.
+  ServerPlacement placement = ServerPlacement::kDedicated;
+  /// 0 (default): synchronous, every worker's push of a step before the update.
+  int64_t staleness = 0;
 };
 
 struct OptimizerConfig {
@@ -379,6 +395,7 @@ struct Config {
   RunConfig run;
   RelayoutConfig relayout;
   FreezeConfig freeze;
+  ParameterServerConfig parameter_server;
 };
 
 /// The data-parallel shard level asked for: ddp.shard, or optimizer.shard: true's "optimizer".

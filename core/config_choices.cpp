@@ -24,6 +24,8 @@ TRIAX_CHOICE_NAMES(ShardLevel, "none", "optimizer", "gradients", "parameters")
 TRIAX_CHOICE_NAMES(Device, "cpu", "cuda")
 TRIAX_CHOICE_NAMES(ContextMode, "ring", "all_to_all")
 TRIAX_CHOICE_NAMES(FreezeCriterion, "gradient_norm", "progressive")
+TRIAX_CHOICE_NAMES(DpMode, "allreduce", "parameter_server")
+TRIAX_CHOICE_NAMES(ServerPlacement, "dedicated", "colocated")
 
 #undef TRIAX_CHOICE_NAMES
 

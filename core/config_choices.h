@@ -1,7 +1,8 @@
 // defines: triax::ModelKind, triax::OptimizerKind, triax::Recompute, triax::LrDecay,
 //          triax::ScheduleKind, triax::Activation, triax::Hierarchical, triax::Backend,
 //          triax::Precision, triax::Bf16Matmul, triax::Numerics, triax::ShardLevel, triax::Device,
-//          triax::ContextMode, triax::FreezeCriterion, triax::choice_names, triax::choice_name,
+//          triax::ContextMode, triax::FreezeCriterion, triax::DpMode, triax::ServerPlacement,
+//          triax::choice_names, triax::choice_name,
 //          triax::parse_choice
 //
 // Every closed choice of the YAML as an enum, decided once when the file is read: the schema
@@ -37,6 +38,11 @@ enum class Device { kCpu, kCuda };  ///< run.device
 enum class ContextMode { kRing, kAllToAll };
 /// freeze.criterion: how the freeze algorithm picks the layers that stop learning (train/freeze.h).
 enum class FreezeCriterion { kGradientNorm, kProgressive };
+/// ddp.mode: how the data-parallel replicas meet: an all-reduce among themselves, or parameter
+/// servers they push gradients to and pull weights from (train/param_server.h).
+enum class DpMode { kAllReduce, kParameterServer };
+/// parameter_server.placement: servers on ranks of their own, or on the workers themselves.
+enum class ServerPlacement { kDedicated, kColocated };
 
 /// True for the enums above (the ones with YAML spellings).
 template <typename E>
@@ -45,7 +51,8 @@ using IsChoice = std::disjunction<
     std::is_same<E, Recompute>, std::is_same<E, LrDecay>, std::is_same<E, ScheduleKind>,
     std::is_same<E, Hierarchical>, std::is_same<E, Backend>, std::is_same<E, Precision>,
     std::is_same<E, Bf16Matmul>, std::is_same<E, Numerics>, std::is_same<E, ShardLevel>,
-    std::is_same<E, Device>, std::is_same<E, ContextMode>, std::is_same<E, FreezeCriterion>>;
+    std::is_same<E, Device>, std::is_same<E, ContextMode>, std::is_same<E, FreezeCriterion>,
+    std::is_same<E, DpMode>, std::is_same<E, ServerPlacement>>;
 
 /// The YAML spellings of E's values, in enum order ("gpipe", "1f1b", "interleaved").
 template <typename E>

@@ -174,6 +174,10 @@ void visit_ddp(Config& c, ConfigVisitor& v) {
             "buckets end where a block (or the embedding, the head) ends, as shard: parameters "
             "lays them out: every shard level then reduces the same sums, bit for bit (GPT, "
             "Llama)");
+    choice_field(v, "mode", c.ddp.mode,
+                 "allreduce = replicas average their gradients among themselves; "
+                 "parameter_server = workers push gradients to servers holding the parameters and "
+                 "optimizer state, and pull the new weights (parameter_server.*)");
   });
 }
 
@@ -298,6 +302,20 @@ void visit_freeze(Config& c, ConfigVisitor& v) {
   });
 }
 
+void visit_parameter_server(Config& c, ConfigVisitor& v) {
+  v.section("parameter_server", [&] {
+    v.field("servers", c.parameter_server.servers, kPositive,
+            "ddp.mode: parameter_server: servers per model position, the parameters split among "
+            "them by bytes");
+    choice_field(
+        v, "placement", c.parameter_server.placement,
+        "dedicated = servers on ranks of their own after the workers (world = workers + "
+        "servers x tensor x pipeline); colocated = the first `servers` dp ranks serve too");
+    v.field("staleness", c.parameter_server.staleness, kNonNegative,
+            "0 = synchronous (every worker's push before each update)");
+  });
+}
+
 void visit_config(Config& c, ConfigVisitor& v) {
   visit_model(c, v);
   visit_parallel(c, v);
@@ -312,6 +330,7 @@ void visit_config(Config& c, ConfigVisitor& v) {
   visit_run(c, v);
   visit_relayout(c, v);
   visit_freeze(c, v);
+  visit_parameter_server(c, v);
 }
 
 }  // namespace triax

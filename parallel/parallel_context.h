@@ -19,6 +19,8 @@
 
 namespace triax {
 
+class ServerClient;
+
 class ParallelContext {
  public:
   /// Collective over `world`; world->size() must equal layout.world_size(). `node_key`: this
@@ -80,6 +82,10 @@ class ParallelContext {
   /// construction: a node-aware HierarchicalCommunicator (scatter scheme; leader scheme for
   /// `leader`), or replica() itself.
   Communicator& dp_gradients() { return dp_gradients_ ? *dp_gradients_ : replica(); }
+  /// ddp.mode: parameter_server: this worker's link to its position's servers (set after
+  /// construction by whoever made them; null in allreduce mode).
+  void set_parameter_servers(ServerClient* client) { servers_ = client; }
+  ServerClient* parameter_servers() const { return servers_; }
   /// The ddp.hierarchical the context was built with.
   Hierarchical dp_gradient_mode() const { return dp_gradient_mode_; }
   /// The choice of dp_gradients() and why, for the log.
@@ -98,6 +104,7 @@ class ParallelContext {
   Hierarchical dp_gradient_mode_;
   std::unique_ptr<Communicator> dp_gradients_;  // null: flat, dp() itself
   std::string dp_choice_;
+  ServerClient* servers_ = nullptr;
 };
 
 }  // namespace triax

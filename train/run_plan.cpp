@@ -244,6 +244,65 @@ void check_sharded_optimizer(const Config& config, const BatchPlan& batch) {
   }
 }
 
+// ddp.mode: parameter_server (train/param_server.h): what this first form of it composes with.
+// The servers hold the fp32 parameters and the whole optimizer state of unsharded DDP buckets, at
+// one model position (tp, pp and cp 1), synchronously, on a layout fixed for the run.
+void check_parameter_server(const Config& config) {
+  const ParameterServerConfig& ps = config.parameter_server;
+  if (config.ddp.mode != DpMode::kParameterServer) return;
+  const std::string off = "or ddp.mode: allreduce";
+  const ParallelConfig& p = config.parallel;
+  if (p.automatic) {
+    throw ConfigError(
+        str("parallel.auto: true plans the layout of an all-reduce run, but ddp.mode "
+            "is parameter_server (set parallel.auto: false, ",
+            off, ")"));
+  }
+  if (p.tensor != 1 || p.pipeline != 1 || p.context != 1) {
+    throw ConfigError(
+        str("ddp.mode: parameter_server runs at parallel.tensor: 1, pipeline: 1, "
+            "context: 1 so far (got tensor ",
+            p.tensor, ", pipeline ", p.pipeline, ", context ", p.context,
+            "): the servers do not yet sum sequence-"
+            "parallel or tied gradients across positions (set those to 1, ",
+            off, ")"));
+  }
+  if (ps.staleness != 0) {
+    throw ConfigError(str("parameter_server.staleness: ", ps.staleness,
+                          " asks for asynchronous servers, which are not built yet (valid: 0, "
+                          "synchronous)"));
+  }
+  if (shard_level(config) != ShardLevel::kNone) {
+    throw ConfigError(str("ddp.shard: ", shard_level(config),
+                          " splits the optimizer state over dp ranks, but under ddp.mode: "
+                          "parameter_server the servers hold it (set ddp.shard: none and "
+                          "optimizer.shard: false, ",
+                          off, ")"));
+  }
+  if (!config.ddp.bucketed) {
+    throw ConfigError(
+        str("ddp.bucketed: false all-reduces each parameter after backward, but "
+            "ddp.mode: parameter_server pushes DDP's buckets (set ddp.bucketed: "
+            "true, ",
+            off, ")"));
+  }
+  if (config.ddp.reduce_dtype != Precision::kFp32 || config.train.param_dtype != Precision::kFp32) {
+    throw ConfigError(str(
+        config.ddp.reduce_dtype != Precision::kFp32 ? "ddp.reduce_dtype: " : "train.param_dtype: ",
+        Precision::kBf16,
+        " is not supported with ddp.mode: parameter_server yet: the servers "
+        "take fp32 gradients and hold fp32 weights (set it to fp32, ",
+        off, "; train.precision: bf16 computes in bf16 with either)"));
+  }
+  if (config.freeze.every > 0 || !config.relayout.steps.empty()) {
+    throw ConfigError(str(config.freeze.every > 0 ? "freeze.every" : "relayout.steps",
+                          " changes the layout while training, but the parameter servers are "
+                          "placed for the whole run (set ",
+                          config.freeze.every > 0 ? "freeze.every: 0" : "relayout.steps: []", ", ",
+                          off, ")"));
+  }
+}
+
 // bf16 working weights round an fp32 master that only the sharded optimizer keeps (beside its
 // moments), for a model whose matmuls already take bf16 inputs.
 void check_param_dtype(const Config& config) {
@@ -351,14 +410,44 @@ void check_numerics(const Config& config, const BatchPlan& batch) {
 
 }  // namespace
 
+int training_ranks(const Config& config, int world_size) {
+  const ParameterServerConfig& ps = config.parameter_server;
+  if (config.ddp.mode != DpMode::kParameterServer || ps.placement != ServerPlacement::kDedicated) {
+    return world_size;
+  }
+  const ParallelConfig& p = config.parallel;
+  const int64_t positions = std::max<int64_t>(1, p.tensor * p.pipeline * p.context);
+  const int64_t servers = ps.servers * positions;
+  const int64_t workers = world_size - servers;
+  if (workers < positions || workers % positions != 0) {
+    throw ConfigError(str(
+        "parameter_server.servers: ", ps.servers, " dedicated server(s) per model position take ",
+        servers, " of the ", world_size, " ranks, leaving ", std::max<int64_t>(0, workers),
+        " to train, which is not a positive multiple of the ", positions,
+        " ranks of a model replica (valid: a world of (dp + ", ps.servers, ") x ", positions,
+        " ranks, e.g. ", (1 + ps.servers) * positions, " or ", (2 + ps.servers) * positions,
+        "; or fewer servers; or parameter_server.placement: colocated)"));
+  }
+  return static_cast<int>(workers);
+}
+
 RunPlan plan_run(const Config& config, int world_size, DataCheck data, ScheduleCache* schedules) {
   RunPlan plan;
   plan.config = config;
   plan.model = config.model.arch;
   const ModelSpec& spec = model_spec(plan.model);
-  plan.layout = ParallelLayout::from_config(config.parallel, world_size);
+  check_parameter_server(config);
+  plan.layout = ParallelLayout::from_config(config.parallel, training_ranks(config, world_size));
   spec.check_layout(config);
   plan.batch = BatchPlan::create(config.train, plan.layout.dp_size());
+  if (config.ddp.mode == DpMode::kParameterServer &&
+      config.parameter_server.placement == ServerPlacement::kColocated &&
+      config.parameter_server.servers > plan.layout.dp_size()) {
+    throw ConfigError(str("parameter_server.servers: ", config.parameter_server.servers,
+                          " colocated servers are dp ranks, but dp is ", plan.layout.dp_size(),
+                          " (valid: 1 to ", plan.layout.dp_size(),
+                          "; or parameter_server.placement: dedicated)"));
+  }
   check_gpt_only_options(config);
   check_context_parallel(config);
   check_param_dtype(config);
@@ -389,6 +478,18 @@ RunPlan plan_run(const Config& config, int world_size, DataCheck data, ScheduleC
 
 std::string RunPlan::describe() const {
   std::string text = str("\n", layout.table(), batch.describe(), "\n", numerics_guarantee(), "\n");
+  if (config.ddp.mode == DpMode::kParameterServer) {
+    const ParameterServerConfig& ps = config.parameter_server;
+    const bool dedicated = ps.placement == ServerPlacement::kDedicated;
+    const int64_t positions = layout.tp_size() * layout.pp_size() * layout.cp_size();
+    text += str("parameter servers: ", ps.servers, " per model position, ", ps.placement,
+                dedicated ? str(" (", ps.servers * positions, " ranks of their own after the ",
+                                layout.world_size(), " workers: world ",
+                                layout.world_size() + ps.servers * positions, ")")
+                          : str(" (dp ranks 0..", ps.servers - 1, " serve too)"),
+                ", synchronous: each step every worker pushes its gradients and pulls the new "
+                "weights\n");
+  }
   if (model_spec(model).pipelined) {
     text += schedule.table() + "  stage layers:";
     for (size_t i = 0; i < stage_layers.size(); ++i) {

@@ -79,6 +79,11 @@ struct ScheduleCache {
   std::map<std::tuple<int, int, int, int>, Schedule> schedules;
 };
 
+/// The ranks that train out of `world_size`: all of them, but for dedicated parameter servers
+/// (ddp.mode: parameter_server), which take parameter_server.servers per model position. Throws
+/// ConfigError when what is left is not a positive multiple of a replica's ranks.
+int training_ranks(const Config& config, int world_size);
+
 /// `schedules`: where to find and keep the schedule (null: build it).
 RunPlan plan_run(const Config& config, int world_size, DataCheck data = DataCheck::kOpen,
                  ScheduleCache* schedules = nullptr);

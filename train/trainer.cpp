@@ -16,8 +16,12 @@
 #include "data/distributed_sampler.h"
 #include "parallel/comm/tree_all_reduce.h"
 #include "parallel/cp/context_split.h"
+#include "parallel/dp/distributed_data_parallel.h"
+#include "parallel/ps/server_client.h"
+#include "parallel/ps/server_shards.h"
 #include "parallel/tp/shard_spec.h"
 #include "train/compute_device.h"
+#include "train/optim/server_optimizer.h"
 
 namespace triax {
 namespace {
@@ -26,6 +30,40 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// ddp.mode: parameter_server: one chunk's DDP buckets, then its gradient holder (`holder`, the
+// tied head's alias, or undefined), as its servers see them. `params`, `norm_keys` and `servers`
+// follow the parameters DDP was given; `tied`: the tied weight's index among them, or -1.
+std::vector<ServedBuffer> served_buffers(const GradientSync& sync,
+                                         const std::vector<OptimizedParam>& params,
+                                         const std::vector<std::string>& norm_keys,
+                                         const std::vector<int>& servers,
+                                         const torch::Tensor& holder, int tied) {
+  const auto* ddp = dynamic_cast<const DistributedDataParallel*>(&sync);
+  TRIAX_CHECK(ddp != nullptr, "parameter servers need bucketed DDP");
+  std::vector<ServedBuffer> out;
+  for (int b = 0; b < ddp->num_buckets(); ++b) {
+    const DdpBucketView view = ddp->bucket_view(b);
+    ServedBuffer buffer;
+    buffer.server = servers.at(view.members.front().index);
+    for (const auto& m : view.members) {
+      TRIAX_CHECK(servers.at(m.index) == buffer.server, "a bucket spans two parameter servers");
+      buffer.params.push_back(
+          {params.at(m.index).name, norm_keys.at(m.index), params.at(m.index).tensor, m.offset});
+      buffer.numel = std::max(buffer.numel, m.offset + m.numel);
+    }
+    out.push_back(std::move(buffer));
+  }
+  if (holder.defined()) {
+    TRIAX_CHECK(tied >= 0, "a gradient holder without a tied weight");
+    ServedBuffer buffer;
+    buffer.server = servers.at(static_cast<size_t>(tied));
+    buffer.numel = holder.numel();
+    buffer.tied_to = params.at(static_cast<size_t>(tied)).name;
+    out.push_back(std::move(buffer));
+  }
+  return out;
 }
 
 }  // namespace
@@ -85,6 +123,10 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     module.to(device_);
     const auto traits = collect_param_traits(module);
     std::vector<std::pair<std::string, torch::Tensor>> named;
+    // ddp.mode: parameter_server: this chunk's parameters as the servers see them.
+    std::vector<OptimizedParam> chunk_params;
+    std::vector<std::string> chunk_norm_keys;
+    int tied = -1;
     DdpOptions ddp;
     ddp.shard = level != ShardLevel::kNone;
     ddp.shard_gradients = level == ShardLevel::kGradients || level == ShardLevel::kParameters;
@@ -123,19 +165,42 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
       }
       params_.push_back({StateName::of_parameter(c, item.key()).str(), item.value(),
                          t.counted(context_.tp_rank())});
+      chunk_params.push_back(params_.back());
+      chunk_norm_keys.emplace_back();
       if (params_.back().counted) {
         counted_parameters += t.real_elements(item.value().numel());
         // Chunk keys name layers globally (layer<i>); a shard is its own tensor per tp rank.
-        norm_keys.emplace_back(t.sharded ? str(item.key(), "#tp", context_.tp_rank()) : item.key(),
-                               item.value());
+        chunk_norm_keys.back() =
+            t.sharded ? str(item.key(), "#tp", context_.tp_rank()) : item.key();
+        norm_keys.emplace_back(chunk_norm_keys.back(), item.value());
       }
       if (t.tied) {
+        tied = static_cast<int>(chunk_params.size()) - 1;
         grads_.tied_copies.push_back(item.value());
         ddp.alone.push_back(item.value());  // its slices line up with the other copy's (ZeRO-2)
       }
     }
     for (auto& p : chunks_.back()->sequence_partial_parameters()) {
       if (p.requires_grad()) grads_.sequence_partial.push_back(p);  // frozen ones have none
+    }
+    ServerClient* servers = context_.parameter_servers();
+    std::vector<int> server_of;
+    if (servers != nullptr) {
+      // Whole buckets go to one server each: K contiguous runs of the parameters, by bytes.
+      const int k = servers->topology().servers();
+      if (static_cast<size_t>(k) > named.size()) {
+        throw ConfigError(str("parameter_server.servers: ", k, " is more than the ", named.size(),
+                              " parameter tensors of chunk ", c,
+                              " at this position, which the "
+                              "servers split whole (valid: 1 to ",
+                              named.size(), ")"));
+      }
+      std::vector<int64_t> bytes;
+      for (const auto& item : named) bytes.push_back(item.second.nbytes());
+      server_of = assign_servers(bytes, k);
+      ddp.bucket_groups = server_of;
+      ddp.push = servers;
+      ddp.push_chunk = c;
     }
     ddp_.push_back(make_gradient_sync(std::move(named), dp, config_.ddp, std::move(ddp)));
     torch::Tensor alias = chunks_.back()->tied_head_alias();
@@ -147,19 +212,36 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
       grads_.tied_copies.push_back(alias);
     }
     ddp_.back()->broadcast_parameters();  // ZeRO-3: then each rank keeps its slices
+    if (servers != nullptr) {
+      const bool holds = alias.defined() && frozen_layers() == 0;
+      servers->add_chunk(c, served_buffers(*ddp_.back(), chunk_params, chunk_norm_keys, server_of,
+                                           holds ? alias : torch::Tensor(), tied));
+    }
     chunks_.back()->set_parameter_gate(ddp_.back()->parameter_gate());
     if (context_.cp_size() > 1) {
       chunks_.back()->set_context_parallel(&context_.cp(), config_.parallel.context_mode);
     }
     grads_.syncs.push_back(ddp_.back().get());
   }
+  if (context_.parameter_servers() != nullptr) {
+    // The servers sum the tied copies after averaging, as finalize_model_grads does here; a
+    // worker's own gradients are only pushed (and may still be on their way).
+    grads_.tied_copies.clear();
+    grads_.sequence_partial.clear();
+  }
   grads_.tp = &context_.tp();
   // Where the first and last stage share a rank (one pipeline rank, or a V) both copies of a tied
   // embedding are there: their sum is local, and the embedding group is not used.
   grads_.embedding = schedule_.placement().ends_on_one_rank() ? nullptr : context_.embedding();
   // A sharded optimizer gathers and sums its slices over the ranks that split the state.
-  optimizer_ = make_optimizer(config_, params_, grads_.syncs, shard_group_ ? *shard_group_ : dp,
-                              context_.model_parallel());
+  if (ServerClient* servers = context_.parameter_servers()) {
+    // The servers hold the state and take the step; they learn their buffers and values now.
+    optimizer_ = std::make_unique<ServerOptimizer>(params_, *servers);
+    servers->start(tree_leaves > 0 ? tree_leaves : 1, config_.train.clip_grad);
+  } else {
+    optimizer_ = make_optimizer(config_, params_, grads_.syncs, shard_group_ ? *shard_group_ : dp,
+                                context_.model_parallel());
+  }
   if (config_.checkpoint.async && level != ShardLevel::kNone) {
     // A background save streams the slices from its own thread, over a communicator of its own.
     Communicator& over = shard_group_ ? *shard_group_ : dp;

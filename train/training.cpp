@@ -135,7 +135,10 @@ TrainingResult Training::run() {
 
 bool Training::request_seen() const {
   const Config& c = plan_->config;
-  if (!c.relayout.on_request || context_->rank() != 0) return false;
+  // Parameter servers are placed for the whole run (train/run_plan.cpp refuses other changes).
+  if (!c.relayout.on_request || context_->rank() != 0 || c.ddp.mode == DpMode::kParameterServer) {
+    return false;
+  }
   const RunPaths paths(c.run.dir);
   return paths.enabled() && std::filesystem::exists(paths.relayout_request());
 }

@@ -33,6 +33,11 @@ DistributedDataParallel::DistributedDataParallel(
   const bool gated = options_.shard_parameters;
   TRIAX_CHECK(!aligned || options_.units.size() == params_.size(), "DDP: ", options_.units.size(),
               " units for ", params_.size(), " parameters");
+  TRIAX_CHECK(options_.bucket_groups.empty() || options_.bucket_groups.size() == params_.size(),
+              "DDP: ", options_.bucket_groups.size(), " bucket groups for ", params_.size(),
+              " parameters");
+  TRIAX_CHECK(options_.push == nullptr || (!options_.shard && !mains()),
+              "DDP: pushed gradients need unsharded fp32 buckets");
   TRIAX_CHECK(!gated || (aligned && options_.shard && options_.shard_gradients &&
                          options_.tree_leaves == 0),
               "DDP: ZeRO-3 needs units, shard mode with shard_gradients, and no micro-batch tree");
@@ -43,8 +48,11 @@ DistributedDataParallel::DistributedDataParallel(
     const bool alone = std::any_of(options_.alone.begin(), options_.alone.end(),
                                    [&](const torch::Tensor& t) { return t.is_same(p); });
     // ZeRO-3: a bucket holds one unit's parameters only (a unit is gathered and freed whole).
-    const bool new_unit = aligned && !groups.back().empty() &&
-                          options_.units[groups.back().back()] != options_.units[k];
+    const bool new_unit =
+        !groups.back().empty() &&
+        ((aligned && options_.units[groups.back().back()] != options_.units[k]) ||
+         (!options_.bucket_groups.empty() &&
+          options_.bucket_groups[groups.back().back()] != options_.bucket_groups[k]));
     if (!groups.back().empty() &&
         (alone || new_unit || bytes + size > (groups.size() == 1 ? first_limit : limit))) {
       groups.emplace_back();
@@ -157,6 +165,12 @@ DistributedDataParallel::~DistributedDataParallel() {
       }
     }
   }
+  for (auto& work : pushed_) {
+    try {
+      work->wait();
+    } catch (...) {
+    }
+  }
 }
 
 void DistributedDataParallel::broadcast_parameters() {
@@ -174,6 +188,10 @@ void DistributedDataParallel::broadcast_parameters() {
 }
 
 void DistributedDataParallel::zero_grad() {
+  // Pushed buffers are written again from here on. Their sends have landed: the servers took
+  // every push before answering the pull that ended the last step.
+  for (auto& work : pushed_) work->wait();
+  pushed_.clear();
   if (flying()) {
     // Nothing is filled or in the air between steps (finish() landed every flight).
     flights_.clear();
@@ -416,6 +434,14 @@ void DistributedDataParallel::reduce_tree() {
               "layout-invariant numerics: a micro-batch's backward did not finish this step");
   const double global_microbatches = static_cast<double>(tree_->leaves()) * dp_.size();
   const std::vector<torch::Tensor> targets = buffers();  // they hold the root
+  if (options_.push != nullptr) {
+    // The servers add the workers' roots in the tree's order over ranks and divide once.
+    for (size_t b = 0; b < targets.size(); ++b) {
+      pushed_.push_back(options_.push->push(options_.push_chunk, static_cast<int>(b), targets[b]));
+    }
+    tree_->reset();
+    return;
+  }
   for (size_t b = 0; b < targets.size(); ++b) {
     torch::Tensor target = targets[b];
     if (dp_.size() > 1) {
@@ -447,6 +473,11 @@ void DistributedDataParallel::launch(Bucket& bucket) {
     return;
   }
   const flight::Label label(str("DDP bucket ", &bucket - buckets_.data(), " of ", buckets_.size()));
+  if (options_.push != nullptr) {
+    pushed_.push_back(options_.push->push(
+        options_.push_chunk, static_cast<int>(&bucket - buckets_.data()), bucket.buffer));
+    return;
+  }
   if (dp_.size() == 1) return;
   if (!bucket.wire.defined()) {
     bucket.work = dp_.all_reduce_async(bucket.buffer, ReduceOp::kAvg);

@@ -198,6 +198,9 @@ class DistributedDataParallel : public GradientSync, public ParameterGate {
   std::vector<torch::Tensor> holders_;                 // add_gradient_holder
   int held_ = -1;            // tree_pairs: the micro-batch the buckets hold, awaiting its partner
   bool root_ready_ = false;  // the buckets hold the tree's root
+  // Parameter servers: this step's pushes, in flight until the next zero_grad() (a colocated
+  // server takes them only after finish(), when its worker runs its round).
+  std::vector<WorkPtr> pushed_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -23,6 +23,7 @@
 
 #include "core/config.h"
 #include "parallel/comm/communicator.h"
+#include "parallel/dp/gradient_push.h"
 #include "parallel/dp/parameter_gate.h"
 
 namespace triax {
@@ -115,6 +116,16 @@ struct DdpOptions {
   /// bucket takes off), so micro-batches accumulate in fp32, as Megatron's main_grad. The fp32
   /// master copy lives in the optimizer's slice (ShardedAdamW), which writes the bf16 weights.
   torch::ScalarType param_dtype = torch::kFloat;
+  /// Parameter servers (ddp.mode: parameter_server), unsharded buckets only: each bucket leaves
+  /// through `push` (as chunk `push_chunk`'s) instead of being all-reduced, unreduced — the
+  /// step's sum on this rank (its last micro-batch's backward launches it, as the all-reduce), or
+  /// under layout-invariant numerics the micro-batch tree's root, then the gradient holders' —
+  /// and the servers average it. The gradients left here after finish() are this rank's own.
+  GradientPush* push = nullptr;
+  int push_chunk = 0;
+  /// A bucket never spans two groups: parameter k's is bucket_groups[k] (empty: no groups). The
+  /// parameter servers' shards, so that each bucket goes to one server.
+  std::vector<int> bucket_groups;
 };
 
 class GradientSync {

@@ -20,8 +20,11 @@
 #include "job/run_dir_lock.h"
 #include "job/run_outputs.h"
 #include "parallel/parallel_context.h"
+#include "parallel/ps/server_client.h"
+#include "parallel/ps/server_topology.h"
 #include "tools/auto_layout.h"
 #include "train/freeze.h"
+#include "train/param_server.h"
 #include "train/relayout.h"
 #include "train/run_plan.h"
 #include "train/training.h"
@@ -31,6 +34,16 @@ namespace triax {
 namespace {
 
 const auto kProcessStart = std::chrono::steady_clock::now();
+
+// The log's line on the parameter servers, or nothing in allreduce mode.
+std::string servers_line(const Config& config, const std::optional<ServerTopology>& servers) {
+  if (!servers) return "";
+  const ParameterServerConfig& ps = config.parameter_server;
+  return str("\nparameter servers: ", ps.servers, " per model position, ", ps.placement,
+             servers->dedicated() ? " (ranks of their own after the workers)"
+                                  : str(" (dp ranks 0..", ps.servers - 1, " serve too)"),
+             ", synchronous; ", servers->workers(), " workers per position push to them");
+}
 
 }  // namespace
 
@@ -79,8 +92,39 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     const Config& config = plan->config;
     const LaunchEnv& launch = start.launch;
     const RunPaths paths(config.run.dir);
-    ParallelContext context(world.communicator(), plan->layout, local_node_key(launch.node_index),
+    // ddp.mode: parameter_server: the servers are placed before the workers' groups are made
+    // (dedicated ones are ranks of their own, outside the workers' context).
+    std::optional<ServerTopology> servers;
+    std::shared_ptr<Communicator> workers = world.communicator();
+    if (config.ddp.mode == DpMode::kParameterServer) {
+      servers.emplace(world.communicator(), plan->layout,
+                      static_cast<int>(config.parameter_server.servers),
+                      config.parameter_server.placement);
+      workers = servers->worker_world();
+    }
+    if (servers && !servers->trains()) {
+      log::set_prefix(servers->prefix(world.communicator()->rank()));
+      log::set_is_root(false);
+      ranks = gather_rank_table(*world.communicator());
+      Heartbeat heartbeat(*world.communicator(), ranks,
+                          static_cast<double>(config.comm.heartbeat_s));
+      run_parameter_server(config, *servers);
+      heartbeat.stop();
+      world.communicator()->barrier();
+      return;
+    }
+    ParallelContext context(workers, plan->layout, local_node_key(launch.node_index),
                             config.ddp.hierarchical);
+    std::optional<ServerClient> client;
+    std::optional<ParameterServer> colocated;
+    if (servers) {
+      client.emplace(*servers);
+      if (servers->serves()) {
+        colocated.emplace(config.train, *servers);
+        client->set_local_server([&] { colocated->serve_round(); });
+      }
+      context.set_parameter_servers(&*client);
+    }
     log::set_prefix(context.prefix());
     log::set_is_root(context.rank() == 0);
     log::info(str("launch: ", launch.describe(), ", backend ", world.backend(), ", ",
@@ -88,24 +132,25 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
                   "), BLAS ", blas_description()));
     if (threads.oversubscribed && launch.local_rank == 0) log::warn(threads.warning);
     if (MixedPrecision(config).bf16_compute()) log::info(bf16_choice().why);
-    log::info(context.table() + context.dp_choice() + "\nresolved configuration:\n" +
-              to_yaml(config));
+    log::info(context.table() + context.dp_choice() + servers_line(config, servers) +
+              "\nresolved configuration:\n" + to_yaml(config));
     if (const std::string warning = context.tp_span_warning(); !warning.empty()) {
       log::warn(warning);
     }
     // Every rank tested the lock before the world formed; now rank 0 holds it to the end.
     const RunDirLock run_dir_lock = context.rank() == 0 ? RunDirLock(paths.lock()) : RunDirLock();
     write_resolved_config(config, paths, context.rank());
-    ranks = gather_rank_table(context.world());
+    ranks = gather_rank_table(*world.communicator());
     if (paths.enabled() && context.rank() == 0) write_rank_table(ranks, paths.rank_table());
-    Heartbeat heartbeat(context.world(), ranks, static_cast<double>(config.comm.heartbeat_s));
+    Heartbeat heartbeat(*world.communicator(), ranks, static_cast<double>(config.comm.heartbeat_s));
     Training training(*plan, context, kProcessStart, launch.local_rank == 0);
     if (checkpoint) training.resume_from(*checkpoint);
     training.run();
+    if (client) client->stop();  // the servers leave their loop
     // The goodbyes before the last barrier: ranks leave it together, and MPI_Finalize across
     // nodes (UCX over TCP) hangs when some ranks reach it seconds before the others.
     heartbeat.stop();
-    context.world().barrier();
+    world.communicator()->barrier();
   };
   return run_job(steps, argc, argv);
 }

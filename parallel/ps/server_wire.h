@@ -1,0 +1,75 @@
+// defines: triax::ps::Command, triax::ps::Order, triax::ps::Outbox, triax::ps::send_order,
+//          triax::ps::recv_order, triax::ps::send_text, triax::ps::recv_text,
+//          triax::ps::send_named, triax::ps::recv_named, triax::ps::push_tag, triax::ps::pull_tag
+//
+// The messages between parameter-server workers and servers on a position's bridge
+// (parallel/ps/server_topology.h), all point-to-point. Every worker sends every server the same
+// orders in the same sequence, so a server takes one order from each worker and acts on it:
+//   init   worker 0 describes the server's buffers (text) and sends their starting values;
+//   step   each worker's pushes follow (one per buffer, tag push_tag(id)); the server answers
+//          every worker with the buffer's new weights (pull_tag(id)) and server 0 with the norm;
+//   state  the server sends worker 0 its optimizer state by checkpoint name (a checkpoint);
+//   load   worker 0 sends the server its parameters' values and state by name (a resume);
+//   stop   the run is over.
+// Sends are non-blocking into an Outbox, waited for later: a colocated server is its own worker,
+// so it must post its receives before it waits for what it sent itself.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "parallel/comm/communicator.h"
+
+namespace triax {
+namespace ps {
+
+enum class Command : int64_t { kInit = 1, kStep = 2, kState = 3, kLoad = 4, kStop = 5 };
+
+/// One order: what to do, at which step (steps done), with the learning rate for a step.
+struct Order {
+  Command command = Command::kStop;
+  int64_t step = 0;
+  double lr = 0;
+};
+
+/// Buffers of a step are told apart by tag: at most this many per position.
+constexpr int kMaxBuffers = 0x1000;
+inline int push_tag(int id) {
+  return 0x1000 + id;
+}
+inline int pull_tag(int id) {
+  return 0x2000 + id;
+}
+constexpr int kOrderTag = 0x3000;
+constexpr int kNormTag = 0x3001;
+constexpr int kTextTag = 0x3002;
+constexpr int kTensorTag = 0x3003;
+
+/// Sends in flight, kept until they complete.
+class Outbox {
+ public:
+  void add(WorkPtr work) { works_.push_back(std::move(work)); }
+  void wait();
+  ~Outbox();
+
+ private:
+  std::vector<WorkPtr> works_;
+};
+
+void send_order(Communicator& comm, int peer, const Order& order, Outbox& out);
+Order recv_order(Communicator& comm, int peer);
+
+void send_text(Communicator& comm, int peer, const std::string& text, Outbox& out);
+std::string recv_text(Communicator& comm, int peer);
+
+/// Named tensors of any dtype and shape (their names, dtypes and shapes as text first).
+void send_named(Communicator& comm, int peer,
+                const std::vector<std::pair<std::string, torch::Tensor>>& tensors, Outbox& out);
+std::vector<std::pair<std::string, torch::Tensor>> recv_named(Communicator& comm, int peer);
+
+}  // namespace ps
+}  // namespace triax

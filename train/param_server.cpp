@@ -1,0 +1,197 @@
+#include "train/param_server.h"
+
+#include <sstream>
+
+#include "core/error.h"
+#include "core/flight_recorder.h"
+#include "core/log.h"
+#include "core/strings.h"
+#include "parallel/comm/tree_all_reduce.h"
+#include "parallel/grad_sums.h"
+#include "train/optim/replicated_optimizer.h"
+
+namespace triax {
+
+ParameterServer::ParameterServer(const TrainConfig& train, ServerTopology& topology)
+    : train_(train), topology_(topology), bridge_(topology.bridge()) {
+  TRIAX_CHECK(topology.serves(), "ParameterServer on a rank that does not serve");
+}
+
+bool ParameterServer::serve_round() {
+  out_.wait();  // the last round's answers: every worker has posted its receives by now
+  std::vector<ps::Order> orders;
+  for (int w = 0; w < topology_.workers(); ++w) orders.push_back(ps::recv_order(bridge_, w));
+  const ps::Order& order = orders.front();
+  for (int w = 1; w < topology_.workers(); ++w) {
+    TRIAX_CHECK(orders[static_cast<size_t>(w)].command == order.command &&
+                    orders[static_cast<size_t>(w)].step == order.step,
+                "parameter server ", topology_.server_index(), ": worker ", w, " sent order ",
+                static_cast<int64_t>(orders[static_cast<size_t>(w)].command), " at step ",
+                orders[static_cast<size_t>(w)].step, ", worker 0 order ",
+                static_cast<int64_t>(order.command), " at step ", order.step);
+  }
+  switch (order.command) {
+    case ps::Command::kInit: {
+      const std::string description = ps::recv_text(bridge_, 0);
+      init(description, ps::recv_named(bridge_, 0));
+      return true;
+    }
+    case ps::Command::kStep:
+      TRIAX_CHECK(started_, "parameter server: a step before init");
+      step(order);
+      return true;
+    case ps::Command::kState:
+      ps::send_named(bridge_, 0, state(), out_);
+      return true;
+    case ps::Command::kLoad:
+      load(ps::recv_named(bridge_, 0));
+      return true;
+    case ps::Command::kStop:
+      out_.wait();
+      return false;
+  }
+  throw Error(str("parameter server: unknown order ", static_cast<int64_t>(order.command)));
+}
+
+size_t ParameterServer::param_index(const std::string& name) const {
+  for (size_t k = 0; k < params_.size(); ++k) {
+    if (params_[k].name == name) return k;
+  }
+  throw Error(str("parameter server ", topology_.server_index(), " holds no parameter ", name));
+}
+
+void ParameterServer::init(const std::string& description,
+                           const std::vector<std::pair<std::string, torch::Tensor>>& values) {
+  TRIAX_CHECK(!started_, "parameter server: init twice");
+  std::istringstream in(description);
+  std::string line;
+  std::vector<std::pair<std::string, torch::Tensor>> counted;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> f = split(line, '\t');
+    if (f[0] == "divisor") {
+      divisor_ = std::stod(f.at(1));
+    } else if (f[0] == "max_norm") {
+      max_norm_ = std::stod(f.at(1));
+    } else if (f[0] == "buffer") {
+      Buffer b;
+      b.id = std::stoi(f.at(1));
+      b.numel = std::stoll(f.at(2));
+      b.tied_to = f.size() > 3 ? f[3] : "";
+      buffers_.push_back(std::move(b));
+    } else if (f[0] == "param") {
+      TRIAX_CHECK(!buffers_.empty() && f.size() >= 4, "parameter server: bad description: ", line);
+      std::vector<int64_t> shape;
+      for (size_t k = 4; k < f.size(); ++k) shape.push_back(std::stoll(f[k]));
+      OptimizedParam p;
+      p.name = f[1];
+      p.counted = !f[3].empty();
+      p.tensor = torch::zeros(shape, torch::kFloat).requires_grad_(true);
+      if (p.counted) counted.emplace_back(f[3], p.tensor);
+      buffers_.back().params.push_back(params_.size());
+      buffers_.back().offsets.push_back(std::stoll(f[2]));
+      params_.push_back(std::move(p));
+    } else {
+      throw Error(str("parameter server: bad description: ", line));
+    }
+  }
+  for (Buffer& b : buffers_) {
+    if (!b.params.empty()) continue;
+    TRIAX_CHECK(!b.tied_to.empty(), "parameter server: buffer ", b.id, " holds nothing");
+    const torch::Tensor& tied = params_[param_index(b.tied_to)].tensor;
+    TRIAX_CHECK(tied.numel() == b.numel, "parameter server: holder of ", b.tied_to, " has ",
+                b.numel, " elements");
+    b.holder = torch::zeros_like(tied).requires_grad_(true);
+  }
+  load(values);
+  optimizer_ = std::make_unique<ReplicatedOptimizer>(train_, params_, *topology_.server_group());
+  // Every server's counted parameters in one order fixed by their names.
+  norm_ = std::make_unique<OrderedGradNorm>(std::move(counted), *topology_.server_group());
+  optimizer_->set_norm_source([this] { return norm_->norm(); });
+  started_ = true;
+  int64_t numel = 0;
+  for (const auto& p : params_) numel += p.tensor.numel();
+  log::info(str("parameter server ", topology_.server_index(), " of position ",
+                topology_.position(), ": ", params_.size(), " parameters (", numel, " values) in ",
+                buffers_.size(), " buffers, for ", topology_.workers(), " workers"));
+}
+
+void ParameterServer::step(const ps::Order& order) {
+  torch::NoGradGuard no_grad;
+  const int workers = topology_.workers();
+  // Every worker's push of every buffer, received in any order, added in worker order.
+  std::vector<std::vector<torch::Tensor>> parts(buffers_.size());
+  std::vector<WorkPtr> receiving;
+  for (size_t b = 0; b < buffers_.size(); ++b) {
+    for (int w = 0; w < workers; ++w) {
+      parts[b].push_back(torch::empty({buffers_[b].numel}, torch::kFloat));
+      receiving.push_back(bridge_.irecv(parts[b].back(), w, ps::push_tag(buffers_[b].id)));
+    }
+  }
+  {
+    const flight::Label label("PS pushes");
+    for (auto& work : receiving) work->wait();
+  }
+  // One division of the whole batch's sum, by the same double DDP divides by.
+  const double divisor = divisor_ * workers;
+  for (size_t b = 0; b < buffers_.size(); ++b) {
+    torch::Tensor sum = tree_sum(parts[b]);
+    if (divisor != 1) sum.div_(divisor);
+    const Buffer& buffer = buffers_[b];
+    if (buffer.holder.defined()) {
+      buffer.holder.mutable_grad() = sum.view(buffer.holder.sizes());
+      continue;
+    }
+    for (size_t m = 0; m < buffer.params.size(); ++m) {
+      torch::Tensor& p = params_[buffer.params[m]].tensor;
+      p.mutable_grad() = sum.narrow(0, buffer.offsets[m], p.numel()).view(p.sizes());
+    }
+  }
+  for (const Buffer& buffer : buffers_) {
+    if (buffer.holder.defined()) {
+      sum_tied_grads({params_[param_index(buffer.tied_to)].tensor, buffer.holder}, nullptr);
+    }
+  }
+  optimizer_->set_learning_rate(order.lr);
+  const double norm = optimizer_->step(max_norm_);
+  for (const Buffer& buffer : buffers_) {
+    if (buffer.params.empty()) continue;
+    std::vector<torch::Tensor> flat;
+    for (size_t k : buffer.params) flat.push_back(params_[k].tensor.detach().reshape({-1}));
+    torch::Tensor weights = torch::cat(flat);
+    for (int w = 0; w < workers; ++w) {
+      out_.add(bridge_.isend(weights, w, ps::pull_tag(buffer.id)));
+    }
+  }
+  if (topology_.server_index() == 0) {
+    torch::Tensor n = torch::tensor({norm}, torch::kDouble);
+    for (int w = 0; w < workers; ++w) out_.add(bridge_.isend(n, w, ps::kNormTag));
+  }
+}
+
+void ParameterServer::load(const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {
+  torch::NoGradGuard no_grad;
+  std::map<std::string, torch::Tensor> by_name;
+  for (const auto& [name, t] : tensors) by_name[name] = t;
+  for (auto& p : params_) {
+    const auto it = by_name.find(p.name);
+    TRIAX_CHECK(it != by_name.end(), "parameter server: no value for ", p.name);
+    p.tensor.copy_(it->second);
+  }
+  if (optimizer_) optimizer_->load_state(by_name);
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> ParameterServer::state() {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (auto& named : optimizer_->state_by_parameter()) {
+    for (auto& item : named) out.push_back(std::move(item));
+  }
+  return out;
+}
+
+void run_parameter_server(const Config& config, ServerTopology& topology) {
+  ParameterServer server(config.train, topology);
+  while (server.serve_round()) {
+  }
+}
+
+}  // namespace triax

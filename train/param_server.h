@@ -1,0 +1,73 @@
+// defines: triax::ParameterServer, triax::run_parameter_server
+//
+// The server side of ddp.mode: parameter_server (docs/parameter_server.md). A server holds its
+// share of one model position's parameters (whole DDP buckets, split among the K servers by bytes:
+// parallel/ps/server_shards.h) and their AdamW (or SGD) state. Each round it takes one order from
+// every worker of its position (parallel/ps/server_wire.h); a step's:
+//   1. every worker's push of each buffer, added in worker order by the left-balanced tree
+//      (tree_sum: the association of tree_all_reduce over the same ranks) and divided once by
+//      workers x the divisor — what DDP's all-reduce leaves, so that under layout-invariant
+//      numerics a synchronous server gives DDP's gradients bit for bit;
+//   2. a tied weight's holder (a pipeline of one stage under layout-invariant numerics) summed
+//      into it, as finalize_model_grads does;
+//   3. the global gradient norm over every server's counted parameters (OrderedGradNorm over the
+//      server group: keys fixed by name), clipping, the update (ReplicatedOptimizer: the
+//      optimizer's arithmetic is per element, so a share of the parameters takes the same step);
+//   4. the new weights to every worker, and (server 0) the norm.
+// Checkpoints: the servers hand worker 0 their state, and take it from there on a resume, by
+// checkpoint name: the format is today's, and a run resumes in either mode.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/config.h"
+#include "parallel/dp/ordered_grad_norm.h"
+#include "parallel/ps/server_topology.h"
+#include "parallel/ps/server_wire.h"
+#include "train/optim/optimizer.h"
+
+namespace triax {
+
+class ParameterServer {
+ public:
+  /// `topology`: this rank serves (a dedicated server, or a colocated worker).
+  ParameterServer(const TrainConfig& train, ServerTopology& topology);
+  /// Takes one order from every worker of the position and carries it out; false after stop.
+  bool serve_round();
+
+ private:
+  struct Buffer {
+    int id = 0;
+    int64_t numel = 0;
+    std::vector<size_t> params;    // indices into params_
+    std::vector<int64_t> offsets;  // each one's first element in the buffer
+    torch::Tensor holder;          // a gradient holder's stand-in (params empty)
+    std::string tied_to;
+  };
+  void init(const std::string& description,
+            const std::vector<std::pair<std::string, torch::Tensor>>& values);
+  void step(const ps::Order& order);
+  void load(const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
+  std::vector<std::pair<std::string, torch::Tensor>> state();
+  size_t param_index(const std::string& name) const;
+
+  TrainConfig train_;
+  ServerTopology& topology_;
+  Communicator& bridge_;
+  std::vector<OptimizedParam> params_;
+  std::vector<Buffer> buffers_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<OrderedGradNorm> norm_;
+  double divisor_ = 1;
+  double max_norm_ = 0;
+  ps::Outbox out_;
+  bool started_ = false;
+};
+
+/// A dedicated server's life: rounds until the workers say stop.
+void run_parameter_server(const Config& config, ServerTopology& topology);
+
+}  // namespace triax
