@@ -49,6 +49,8 @@ bool ParameterServer::serve_round() {
     case ps::Command::kStop:
       out_.wait();
       return false;
+    case ps::Command::kRefuse:
+      throw ConfigError(ps::recv_text(bridge_, 0));
   }
   throw Error(str("parameter server: unknown order ", static_cast<int64_t>(order.command)));
 }

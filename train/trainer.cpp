@@ -189,11 +189,13 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
       // Whole buckets go to one server each: K contiguous runs of the parameters, by bytes.
       const int k = servers->topology().servers();
       if (static_cast<size_t>(k) > named.size()) {
-        throw ConfigError(str("parameter_server.servers: ", k, " is more than the ", named.size(),
-                              " parameter tensors of chunk ", c,
-                              " at this position, which the "
-                              "servers split whole (valid: 1 to ",
-                              named.size(), ")"));
+        const std::string why = str("parameter_server.servers: ", k, " is more than the ",
+                                    named.size(), " parameter tensors of chunk ", c,
+                                    " at this position, which the servers split "
+                                    "whole (valid: 1 to ",
+                                    named.size(), ")");
+        servers->refuse(why);  // every server stops with it too
+        throw ConfigError(why);
       }
       std::vector<int64_t> bytes;
       for (const auto& item : named) bytes.push_back(item.second.nbytes());

@@ -164,3 +164,17 @@ void ServerClient::stop() {
 }
 
 }  // namespace triax
+
+namespace triax {
+
+void ServerClient::refuse(const std::string& message) {
+  order(ps::Command::kRefuse);
+  if (bridge_.rank() == 0) {
+    for (int s = 0; s < topology_.servers(); ++s) {
+      ps::send_text(bridge_, topology_.server_rank(s), message, out_);
+    }
+  }
+  out_.wait();  // a colocated server is a worker: it throws the same error itself
+}
+
+}  // namespace triax

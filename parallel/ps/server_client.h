@@ -64,6 +64,8 @@ class ServerClient : public GradientPush {
   void load(const std::map<std::string, torch::Tensor>& tensors);
   /// The run is over: the servers leave their loop.
   void stop();
+  /// The run cannot start: the servers stop with `message` (a ConfigError's), as the workers do.
+  void refuse(const std::string& message);
 
   const ServerTopology& topology() const { return topology_; }
   /// Steps the servers have taken (as this worker counts them).

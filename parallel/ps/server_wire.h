@@ -10,7 +10,8 @@
 //          every worker with the buffer's new weights (pull_tag(id)) and server 0 with the norm;
 //   state  the server sends worker 0 its optimizer state by checkpoint name (a checkpoint);
 //   load   worker 0 sends the server its parameters' values and state by name (a resume);
-//   stop   the run is over.
+//   stop   the run is over;
+//   refuse the run cannot start (worker 0 sends why): every server stops with the same error.
 // Sends are non-blocking into an Outbox, waited for later: a colocated server is its own worker,
 // so it must post its receives before it waits for what it sent itself.
 #pragma once
@@ -27,7 +28,14 @@
 namespace triax {
 namespace ps {
 
-enum class Command : int64_t { kInit = 1, kStep = 2, kState = 3, kLoad = 4, kStop = 5 };
+enum class Command : int64_t {
+  kInit = 1,
+  kStep = 2,
+  kState = 3,
+  kLoad = 4,
+  kStop = 5,
+  kRefuse = 6
+};
 
 /// One order: what to do, at which step (steps done), with the learning rate for a step.
 struct Order {
