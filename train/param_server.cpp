@@ -1,6 +1,9 @@
 #include "train/param_server.h"
 
+#include <algorithm>
+#include <chrono>
 #include <sstream>
+#include <thread>
 
 #include "core/error.h"
 #include "core/flight_recorder.h"
@@ -30,16 +33,21 @@ bool ParameterServer::serve_round() {
                 orders[static_cast<size_t>(w)].step, ", worker 0 order ",
                 static_cast<int64_t>(order.command), " at step ", order.step);
   }
+  if (order.command == ps::Command::kStep) {
+    TRIAX_CHECK(started_, "parameter server: a step before init");
+    step(order);
+    return true;
+  }
+  return collective(order);
+}
+
+bool ParameterServer::collective(const ps::Order& order) {
   switch (order.command) {
     case ps::Command::kInit: {
       const std::string description = ps::recv_text(bridge_, 0);
       init(description, ps::recv_named(bridge_, 0));
       return true;
     }
-    case ps::Command::kStep:
-      TRIAX_CHECK(started_, "parameter server: a step before init");
-      step(order);
-      return true;
     case ps::Command::kState:
       ps::send_named(bridge_, 0, state(), out_);
       return true;
@@ -51,8 +59,108 @@ bool ParameterServer::serve_round() {
       return false;
     case ps::Command::kRefuse:
       throw ConfigError(ps::recv_text(bridge_, 0));
+    case ps::Command::kStep:
+      break;
   }
   throw Error(str("parameter server: unknown order ", static_cast<int64_t>(order.command)));
+}
+
+void ParameterServer::serve_asynchronously(int64_t staleness) {
+  asynchronous_ = true;
+  const int workers = topology_.workers();
+  struct Worker {
+    torch::Tensor order_buffer = torch::empty({4}, torch::kDouble);
+    WorkPtr order_work;             // the next order, posted
+    std::optional<ps::Order> held;  // an order every worker sends alike, until all have
+    std::optional<ps::Order> step;  // the step being received
+    std::vector<torch::Tensor> parts;
+    std::vector<WorkPtr> receiving;
+    torch::Tensor norm = torch::empty({1}, torch::kDouble);
+    int64_t applied = 0;   // its steps applied
+    bool waiting = false;  // applied, not yet answered
+  };
+  std::vector<Worker> ws(static_cast<size_t>(workers));
+  const auto post_order = [&](int w) {
+    Worker& x = ws[static_cast<size_t>(w)];
+    x.order_work = bridge_.irecv(x.order_buffer, w, ps::kOrderTag);
+  };
+  for (int w = 0; w < workers; ++w) post_order(w);
+  int64_t furthest = 0;  // the most steps a worker went on ahead of the slowest
+  for (;;) {
+    bool progressed = false;
+    for (int w = 0; w < workers; ++w) {
+      Worker& x = ws[static_cast<size_t>(w)];
+      if (x.order_work && x.order_work->is_completed()) {
+        x.order_work = nullptr;
+        progressed = true;
+        const ps::Order o = ps::decode_order(x.order_buffer);
+        if (o.command != ps::Command::kStep) {
+          x.held = o;  // its next order is posted once every worker's has come
+          continue;
+        }
+        TRIAX_CHECK(started_, "parameter server: a step before init");
+        x.step = o;
+        x.parts.clear();
+        x.receiving.clear();
+        for (const Buffer& b : buffers_) {
+          x.parts.push_back(torch::empty({b.numel}, torch::kFloat));
+          x.receiving.push_back(bridge_.irecv(x.parts.back(), w, ps::push_tag(b.id)));
+        }
+        x.receiving.push_back(bridge_.irecv(x.norm, w, ps::kNormTag));
+        post_order(w);
+      }
+      if (x.step && !x.waiting &&
+          std::all_of(x.receiving.begin(), x.receiving.end(),
+                      [](const WorkPtr& r) { return r->is_completed(); })) {
+        apply_one(x.parts, x.norm.item<double>(), x.step->lr / workers);
+        ++x.applied;
+        x.waiting = true;
+        progressed = true;
+        x.parts.clear();
+        x.receiving.clear();
+      }
+    }
+    // Answer every applied worker the bound lets go on: the slowest has applied `slowest` steps.
+    int64_t slowest = ws.front().applied;
+    for (const Worker& x : ws) slowest = std::min(slowest, x.applied);
+    for (int w = 0; w < workers; ++w) {
+      Worker& x = ws[static_cast<size_t>(w)];
+      if (!x.waiting) continue;
+      const int64_t done = x.step->step + 1;  // the step it pushed
+      if (slowest < done - (x.step->meet ? 0 : staleness)) continue;
+      furthest = std::max(furthest, done - slowest);
+      answer(w);
+      x.waiting = false;
+      x.step.reset();
+      progressed = true;
+    }
+    out_.reap();
+    // An order every worker sends alike (they are all at it: no step is in flight).
+    if (std::all_of(ws.begin(), ws.end(), [](const Worker& x) { return x.held.has_value(); })) {
+      const ps::Order o = *ws.front().held;
+      for (const Worker& x : ws) {
+        TRIAX_CHECK(x.held->command == o.command, "parameter server ", topology_.server_index(),
+                    ": the workers sent different orders");
+      }
+      if (o.command == ps::Command::kStop && started_) {
+        // Dedicated servers do not log at info: the furthest lead goes to stderr for tests and
+        // benchmarks.
+        std::fprintf(stderr,
+                     "%s parameter server %d: the furthest a worker ran ahead of the "
+                     "slowest: %lld step(s) (staleness %lld)\n",
+                     topology_.prefix().c_str(), topology_.server_index(),
+                     static_cast<long long>(furthest), static_cast<long long>(staleness));
+      }
+      if (!collective(o)) return;
+      for (int w = 0; w < workers; ++w) {
+        ws[static_cast<size_t>(w)].held.reset();
+        post_order(w);
+      }
+      progressed = true;
+    }
+    // Idle: the workers compute. A short sleep leaves the cores to them.
+    if (!progressed) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
 }
 
 size_t ParameterServer::param_index(const std::string& name) const {
@@ -108,7 +216,7 @@ void ParameterServer::init(const std::string& description,
   optimizer_ = std::make_unique<ReplicatedOptimizer>(train_, params_, *topology_.server_group());
   // Every server's counted parameters in one order fixed by their names.
   norm_ = std::make_unique<OrderedGradNorm>(std::move(counted), *topology_.server_group());
-  optimizer_->set_norm_source([this] { return norm_->norm(); });
+  optimizer_->set_norm_source([this] { return asynchronous_ ? applied_norm_ : norm_->norm(); });
   started_ = true;
   int64_t numel = 0;
   for (const auto& p : params_) numel += p.tensor.numel();
@@ -155,19 +263,46 @@ void ParameterServer::step(const ps::Order& order) {
   }
   optimizer_->set_learning_rate(order.lr);
   const double norm = optimizer_->step(max_norm_);
-  for (const Buffer& buffer : buffers_) {
-    if (buffer.params.empty()) continue;
-    std::vector<torch::Tensor> flat;
-    for (size_t k : buffer.params) flat.push_back(params_[k].tensor.detach().reshape({-1}));
-    torch::Tensor weights = torch::cat(flat);
-    for (int w = 0; w < workers; ++w) {
-      out_.add(bridge_.isend(weights, w, ps::pull_tag(buffer.id)));
-    }
-  }
+  for (int w = 0; w < workers; ++w) answer(w);
   if (topology_.server_index() == 0) {
     torch::Tensor n = torch::tensor({norm}, torch::kDouble);
     for (int w = 0; w < workers; ++w) out_.add(bridge_.isend(n, w, ps::kNormTag));
   }
+}
+
+void ParameterServer::answer(int worker) {
+  torch::NoGradGuard no_grad;
+  for (const Buffer& buffer : buffers_) {
+    if (buffer.params.empty()) continue;
+    std::vector<torch::Tensor> flat;
+    for (size_t k : buffer.params) flat.push_back(params_[k].tensor.detach().reshape({-1}));
+    out_.add(bridge_.isend(torch::cat(flat), worker, ps::pull_tag(buffer.id)));
+  }
+}
+
+void ParameterServer::apply_one(const std::vector<torch::Tensor>& parts, double norm, double lr) {
+  torch::NoGradGuard no_grad;
+  for (size_t b = 0; b < buffers_.size(); ++b) {
+    torch::Tensor g = parts[b];
+    if (divisor_ != 1) g.div_(divisor_);
+    const Buffer& buffer = buffers_[b];
+    if (buffer.holder.defined()) {
+      buffer.holder.mutable_grad() = g.view(buffer.holder.sizes());
+      continue;
+    }
+    for (size_t m = 0; m < buffer.params.size(); ++m) {
+      torch::Tensor& p = params_[buffer.params[m]].tensor;
+      p.mutable_grad() = g.narrow(0, buffer.offsets[m], p.numel()).view(p.sizes());
+    }
+  }
+  for (const Buffer& buffer : buffers_) {
+    if (buffer.holder.defined()) {
+      sum_tied_grads({params_[param_index(buffer.tied_to)].tensor, buffer.holder}, nullptr);
+    }
+  }
+  applied_norm_ = norm;  // the optimizer's norm source while asynchronous
+  optimizer_->set_learning_rate(lr);
+  optimizer_->step(max_norm_);
 }
 
 void ParameterServer::load(const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {
@@ -192,6 +327,10 @@ std::vector<std::pair<std::string, torch::Tensor>> ParameterServer::state() {
 
 void run_parameter_server(const Config& config, ServerTopology& topology) {
   ParameterServer server(config.train, topology);
+  if (config.parameter_server.staleness > 0) {
+    server.serve_asynchronously(config.parameter_server.staleness);
+    return;
+  }
   while (server.serve_round()) {
   }
 }

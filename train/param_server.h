@@ -14,11 +14,19 @@
 //      server group: keys fixed by name), clipping, the update (ReplicatedOptimizer: the
 //      optimizer's arithmetic is per element, so a share of the parameters takes the same step);
 //   4. the new weights to every worker, and (server 0) the norm.
+// Asynchronous servers (parameter_server.staleness S > 0, dedicated): no rounds. A worker's step
+// is applied as soon as its pushes and the norm of its gradient have come, alone: its gradient
+// (its 1/W of the global batch) clipped by its own norm, at 1/W of the step's learning rate (W
+// pushes make one synchronous step's worth). A worker is answered with the weights of that moment
+// once the slowest worker is at most S steps behind it (it may run S steps ahead), or, at a step
+// where the workers meet (logs, evaluations, checkpoints), once every worker has pushed the step:
+// they then go on from the same weights.
 // Checkpoints: the servers hand worker 0 their state, and take it from there on a resume, by
 // checkpoint name: the format is today's, and a run resumes in either mode.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +45,8 @@ class ParameterServer {
   ParameterServer(const TrainConfig& train, ServerTopology& topology);
   /// Takes one order from every worker of the position and carries it out; false after stop.
   bool serve_round();
+  /// Asynchronous servers (staleness > 0): serves until the workers say stop.
+  void serve_asynchronously(int64_t staleness);
 
  private:
   struct Buffer {
@@ -50,6 +60,12 @@ class ParameterServer {
   void init(const std::string& description,
             const std::vector<std::pair<std::string, torch::Tensor>>& values);
   void step(const ps::Order& order);
+  /// Carries out an order every worker sent alike (init, state, load, stop); false after stop.
+  bool collective(const ps::Order& order);
+  /// Asynchronous: worker w's pushes (`parts`, by buffer) applied alone, clipped by `norm`.
+  void apply_one(const std::vector<torch::Tensor>& parts, double norm, double lr);
+  /// The weights of every buffer to worker w (and, synchronous, server 0's the norm).
+  void answer(int worker);
   void load(const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
   std::vector<std::pair<std::string, torch::Tensor>> state();
   size_t param_index(const std::string& name) const;
@@ -63,6 +79,8 @@ class ParameterServer {
   std::unique_ptr<OrderedGradNorm> norm_;
   double divisor_ = 1;
   double max_norm_ = 0;
+  double applied_norm_ = 0;  // asynchronous: the norm the next update clips by
+  bool asynchronous_ = false;
   ps::Outbox out_;
   bool started_ = false;
 };

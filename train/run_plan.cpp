@@ -267,10 +267,12 @@ void check_parameter_server(const Config& config) {
             "parallel or tied gradients across positions (set those to 1, ",
             off, ")"));
   }
-  if (ps.staleness != 0) {
+  if (ps.staleness > 0 && ps.placement == ServerPlacement::kColocated) {
     throw ConfigError(str("parameter_server.staleness: ", ps.staleness,
-                          " asks for asynchronous servers, which are not built yet (valid: 0, "
-                          "synchronous)"));
+                          " asks for asynchronous servers, which must answer while the workers "
+                          "compute, but placement: colocated servers serve only while their own "
+                          "worker waits (set parameter_server.placement: dedicated, or "
+                          "staleness: 0)"));
   }
   if (shard_level(config) != ShardLevel::kNone) {
     throw ConfigError(str("ddp.shard: ", shard_level(config),
@@ -487,8 +489,12 @@ std::string RunPlan::describe() const {
                                 layout.world_size(), " workers: world ",
                                 layout.world_size() + ps.servers * positions, ")")
                           : str(" (dp ranks 0..", ps.servers - 1, " serve too)"),
-                ", synchronous: each step every worker pushes its gradients and pulls the new "
-                "weights\n");
+                ps.staleness == 0
+                    ? std::string(", synchronous: each step every worker pushes its gradients "
+                                  "and pulls the new weights\n")
+                    : str(", asynchronous: each worker's push is applied alone and a worker runs "
+                          "at most ",
+                          ps.staleness, " step(s) ahead of the slowest\n"));
   }
   if (model_spec(model).pipelined) {
     text += schedule.table() + "  stage layers:";

@@ -428,7 +428,11 @@ double Trainer::step_local(const Batch& local) {
   grad_norm_ = optimizer_->step(config_.train.clip_grad);
   phases_.optimizer = seconds_since(t);
   t = Clock::now();
-  if (invariant()) {
+  if (asynchronous() && !meeting_) {
+    // This worker's own micro-batches: the workers do not meet at this step.
+    const std::vector<double>& mine = executor_->microbatch_losses();
+    loss = tree_sum_numbers(mine) / static_cast<double>(mine.size());
+  } else if (invariant()) {
     loss = global_mean_loss();
   } else {
     torch::Tensor mean = torch::tensor({loss}, torch::kDouble);
@@ -438,6 +442,16 @@ double Trainer::step_local(const Batch& local) {
   phases_.loss_sync = seconds_since(t);
   phases_.total = seconds_since(start);
   return loss;
+}
+
+void Trainer::set_meeting(bool meet) {
+  meeting_ = meet;
+  if (ServerClient* servers = context_.parameter_servers()) servers->set_meeting(meet);
+}
+
+bool Trainer::asynchronous() const {
+  const ServerClient* servers = context_.parameter_servers();
+  return servers != nullptr && servers->asynchronous();
 }
 
 int64_t Trainer::gradient_bytes() const {

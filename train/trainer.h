@@ -93,6 +93,12 @@ class Trainer {
   EvalMean evaluation_mean(const std::vector<EvalSum>& parts, bool in_blocks);
   /// The learning rate of the following steps (the LR schedule's value).
   void set_learning_rate(double lr) { optimizer_->set_learning_rate(lr); }
+  /// Asynchronous parameter servers (parameter_server.staleness > 0): whether the workers meet at
+  /// the coming step (all start the next one from the same weights, and the loss is the global
+  /// batch's); between meetings each worker goes at its own pace and reports its own loss.
+  void set_meeting(bool meet);
+  /// Whether steps between meetings run without any collective among the workers.
+  bool asynchronous() const;
   /// Record each pipeline action's timing in the following steps (schedule.trace).
   void set_tracing(bool on) { executor_->set_tracing(on); }
   const std::vector<TraceEvent>& trace() const { return executor_->trace(); }
@@ -201,6 +207,7 @@ class Trainer {
   std::map<int, Schedule> eval_schedules_;  ///< forward-only, by micro-batch count
   int64_t model_parameters_ = 0;
   double grad_norm_ = 0;
+  bool meeting_ = true;
   StepPhases phases_;
 };
 

@@ -77,6 +77,13 @@ TrainingResult Training::run() {
     StepOutcome outcome;
     outcome.step = step + 1;
     outcome.lr = learning_rate(train, step, total);
+    const bool last_step = outcome.step == total;
+    // Asynchronous parameter servers: the workers meet (a collective) only where a log line, an
+    // evaluation or a checkpoint needs them all, and at the end; a stop signal waits for the next.
+    const bool meeting = !trainer->asynchronous() || report.should_log(outcome.step) ||
+                         evaluating(outcome.step) || policy.due(outcome.step, last_step, false) ||
+                         last_step;
+    trainer->set_meeting(meeting);
     trainer->set_learning_rate(outcome.lr);
     trainer->set_tracing(tracing(outcome.step));
     const int64_t hits = prefix_cache_ ? prefix_cache_->hits() : 0;
@@ -109,7 +116,7 @@ TrainingResult Training::run() {
     }
     // One agreement on a stop signal and on a change requested through run.dir.
     bool requested = request_seen();
-    const int signal = agree_on_stop_signal(context_->world(), &requested);
+    const int signal = meeting ? agree_on_stop_signal(context_->world(), &requested) : 0;
     saves->poll();
     const bool last = outcome.step == total;
     // A change comes before the step's save, so a checkpoint of a change step is on the new

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/flight_recorder.h"
 #include "core/strings.h"
+#include "parallel/dp/ordered_grad_norm.h"
 
 namespace triax {
 
@@ -53,12 +54,15 @@ void ServerClient::order(ps::Command command) {
   o.command = command;
   o.step = steps_;
   o.lr = lr_;
+  o.meet = meet_ || !asynchronous_;
   for (int s = 0; s < topology_.servers(); ++s) {
     ps::send_order(bridge_, topology_.server_rank(s), o, out_);
   }
 }
 
 void ServerClient::start(double divisor, double max_norm) {
+  divisor_ = divisor;
+  pushed_.assign(buffers_.size(), torch::Tensor());
   order(ps::Command::kInit);
   if (bridge_.rank() == 0) {
     // Worker 0 describes each server's buffers and sends their values (every worker's are
@@ -87,12 +91,21 @@ WorkPtr ServerClient::push(int chunk, int index, const torch::Tensor& buffer) {
   TRIAX_CHECK(buffer.numel() == b.numel, "parameter servers: buffer ", id, " has ", buffer.numel(),
               " elements, its server expects ", b.numel);
   const flight::Label label(str("PS push ", id, " to server ", b.server));
+  pushed_[static_cast<size_t>(id)] = buffer;
   return bridge_.isend(buffer, topology_.server_rank(b.server), ps::push_tag(id));
 }
 
 double ServerClient::pull() {
   if (!stepping_) order(ps::Command::kStep);  // nothing was pushed (no parameter learns here)
   stepping_ = false;
+  double own_norm = 0;
+  if (asynchronous_) {
+    own_norm = pushed_norm();
+    torch::Tensor n = torch::tensor({own_norm}, torch::kDouble);
+    for (int s = 0; s < topology_.servers(); ++s) {
+      out_.add(bridge_.isend(n, topology_.server_rank(s), ps::kNormTag));
+    }
+  }
   if (serve_) serve_();
   std::vector<torch::Tensor> weights(buffers_.size());
   std::vector<WorkPtr> receiving;
@@ -103,8 +116,10 @@ double ServerClient::pull() {
     receiving.push_back(bridge_.irecv(weights[id], topology_.server_rank(b.server),
                                       ps::pull_tag(static_cast<int>(id))));
   }
-  torch::Tensor norm = torch::empty({1}, torch::kDouble);
-  receiving.push_back(bridge_.irecv(norm, topology_.server_rank(0), ps::kNormTag));
+  torch::Tensor norm = torch::tensor({own_norm}, torch::kDouble);
+  if (!asynchronous_) {
+    receiving.push_back(bridge_.irecv(norm, topology_.server_rank(0), ps::kNormTag));
+  }
   {
     const flight::Label label("PS pull");
     for (auto& work : receiving) work->wait();
@@ -117,7 +132,35 @@ double ServerClient::pull() {
     }
   }
   ++steps_;
+  std::fill(pushed_.begin(), pushed_.end(), torch::Tensor());
   return norm.item<double>();
+}
+
+double ServerClient::pushed_norm() const {
+  // Each counted parameter's gradient alone (the servers' OrderedGradNorm keys), added in key
+  // order as the servers' norm does.
+  std::map<std::string, torch::Tensor> by_name;  // a tied weight's holder
+  for (size_t id = 0; id < buffers_.size(); ++id) {
+    if (buffers_[id].params.empty() && pushed_[id].defined()) {
+      by_name[buffers_[id].tied_to] = pushed_[id];
+    }
+  }
+  std::vector<std::pair<std::string, double>> squares;
+  torch::NoGradGuard no_grad;
+  for (size_t id = 0; id < buffers_.size(); ++id) {
+    if (!pushed_[id].defined()) continue;
+    for (const ServedParam& p : buffers_[id].params) {
+      if (p.norm_key.empty()) continue;
+      torch::Tensor g = pushed_[id].narrow(0, p.offset, p.tensor.numel()).clone();
+      if (const auto it = by_name.find(p.name); it != by_name.end()) g += it->second;
+      if (divisor_ != 1) g.div_(divisor_);
+      squares.emplace_back(p.norm_key, ordered_sum_of_squares(g));
+    }
+  }
+  std::sort(squares.begin(), squares.end());
+  double total = 0;
+  for (const auto& item : squares) total += item.second;
+  return std::sqrt(total);
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> ServerClient::fetch_state() {

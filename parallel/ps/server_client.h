@@ -53,10 +53,16 @@ class ServerClient : public GradientPush {
   /// under layout-invariant numerics, whose roots arrive unscaled; else 1). `max_norm`: clipping.
   void start(double divisor, double max_norm);
   void set_learning_rate(double lr) { lr_ = lr; }
+  /// Asynchronous servers (parameter_server.staleness > 0): each worker's step is applied alone,
+  /// clipped by the norm of that worker's own gradient, which pull() computes and sends.
+  void set_asynchronous(bool on) { asynchronous_ = on; }
+  bool asynchronous() const { return asynchronous_; }
+  /// Whether the coming step is one where the workers meet (Order::meet).
+  void set_meeting(bool meet) { meet_ = meet; }
 
   WorkPtr push(int chunk, int index, const torch::Tensor& buffer) override;
   /// After this step's pushes: the servers' new weights into the parameters. Returns the global
-  /// gradient norm before clipping.
+  /// gradient norm before clipping (asynchronous: this worker's gradient's).
   double pull();
   /// Every server's optimizer state by checkpoint name (worker 0; the others get none).
   std::vector<std::pair<std::string, torch::Tensor>> fetch_state();
@@ -78,6 +84,9 @@ class ServerClient : public GradientPush {
   /// Server s's buffers as text (ServerRole parses it: train/param_server.cpp).
   std::string describe(int server, double divisor, double max_norm) const;
   int id_of(int chunk, int index) const;
+  /// Asynchronous: the norm of this worker's gradient as its servers will apply it (the pushed
+  /// sums over the divisor, a tied holder added to its weight), in the servers' key order.
+  double pushed_norm() const;
 
   ServerTopology& topology_;
   Communicator& bridge_;
@@ -86,7 +95,11 @@ class ServerClient : public GradientPush {
   std::function<void()> serve_;
   ps::Outbox out_;
   double lr_ = 0;
-  bool stepping_ = false;  // this step's order went out
+  double divisor_ = 1;
+  bool asynchronous_ = false;
+  bool meet_ = true;
+  std::vector<torch::Tensor> pushed_;  // this step's buffers, by id (asynchronous: the norm)
+  bool stepping_ = false;              // this step's order went out
   int64_t steps_ = 0;
 };
 

@@ -24,6 +24,7 @@ ServerTopology::ServerTopology(std::shared_ptr<Communicator> world, const Parall
   const int positions = workers.tp_size() * workers.pp_size() * workers.cp_size();
   const int training = workers.world_size();
   const int rank = world->rank();
+  world_rank_ = rank;
   TRIAX_CHECK(servers >= 1, "parameter servers: at least one server");
   if (dedicated()) {
     TRIAX_CHECK(world->size() == training + servers * positions, "parameter servers: a world of ",
@@ -59,8 +60,8 @@ ServerTopology::ServerTopology(std::shared_ptr<Communicator> world, const Parall
   if (server_group_) label_by_world_rank(*server_group_, rank, "ps servers");
 }
 
-std::string ServerTopology::prefix(int world_rank) const {
-  return str("[rank ", world_rank, " server ", server_index_, "]");
+std::string ServerTopology::prefix() const {
+  return str("[rank ", world_rank_, " server ", server_index_, "]");
 }
 
 }  // namespace triax

@@ -48,7 +48,7 @@ class ServerTopology {
   /// Every serving rank, server index slowest (null on ranks that do not serve).
   Communicator* server_group() { return server_group_.get(); }
   /// "[rank 5 server 1]" for a dedicated server's messages.
-  std::string prefix(int world_rank) const;
+  std::string prefix() const;
 
  private:
   ServerPlacement placement_;
@@ -56,6 +56,7 @@ class ServerTopology {
   int workers_ = 0;
   int position_ = 0;
   int server_index_ = -1;
+  int world_rank_ = 0;
   bool trains_ = true;
   std::shared_ptr<Communicator> worker_world_;
   std::unique_ptr<Communicator> bridge_;

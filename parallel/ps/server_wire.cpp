@@ -8,6 +8,14 @@
 namespace triax {
 namespace ps {
 
+void Outbox::reap() {
+  std::vector<WorkPtr> left;
+  for (auto& work : works_) {
+    if (!work->is_completed()) left.push_back(std::move(work));
+  }
+  works_ = std::move(left);
+}
+
 void Outbox::wait() {
   for (auto& work : works_) work->wait();
   works_.clear();
@@ -23,22 +31,30 @@ Outbox::~Outbox() {
   }
 }
 
-void send_order(Communicator& comm, int peer, const Order& order, Outbox& out) {
-  torch::Tensor t =
-      torch::tensor({static_cast<double>(order.command), static_cast<double>(order.step), order.lr},
-                    torch::kDouble);
-  out.add(comm.isend(t, peer, kOrderTag));
+torch::Tensor encode_order(const Order& order) {
+  return torch::tensor({static_cast<double>(order.command), static_cast<double>(order.step),
+                        order.lr, order.meet ? 1.0 : 0.0},
+                       torch::kDouble);
 }
 
-Order recv_order(Communicator& comm, int peer) {
-  torch::Tensor t = torch::empty({3}, torch::kDouble);
-  comm.recv(t, peer, kOrderTag);
+Order decode_order(const torch::Tensor& t) {
   const double* v = t.data_ptr<double>();
   Order order;
   order.command = static_cast<Command>(static_cast<int64_t>(v[0]));
   order.step = static_cast<int64_t>(v[1]);
   order.lr = v[2];
+  order.meet = v[3] != 0;
   return order;
+}
+
+void send_order(Communicator& comm, int peer, const Order& order, Outbox& out) {
+  out.add(comm.isend(encode_order(order), peer, kOrderTag));
+}
+
+Order recv_order(Communicator& comm, int peer) {
+  torch::Tensor t = torch::empty({4}, torch::kDouble);
+  comm.recv(t, peer, kOrderTag);
+  return decode_order(t);
 }
 
 void send_text(Communicator& comm, int peer, const std::string& text, Outbox& out) {

@@ -8,6 +8,8 @@
 //   init   worker 0 describes the server's buffers (text) and sends their starting values;
 //   step   each worker's pushes follow (one per buffer, tag push_tag(id)); the server answers
 //          every worker with the buffer's new weights (pull_tag(id)) and server 0 with the norm;
+//          asynchronous servers (staleness S > 0) take one worker's step at a time: its pushes and
+//          the norm of its gradient (kNormTag), and answer it alone (docs/parameter_server.md);
 //   state  the server sends worker 0 its optimizer state by checkpoint name (a checkpoint);
 //   load   worker 0 sends the server its parameters' values and state by name (a resume);
 //   stop   the run is over;
@@ -37,12 +39,19 @@ enum class Command : int64_t {
   kRefuse = 6
 };
 
-/// One order: what to do, at which step (steps done), with the learning rate for a step.
+/// One order: what to do, at which step (steps done before it), with the learning rate for a
+/// step. `meet`: asynchronous servers answer this step's pull only once every worker has pushed
+/// it (the workers meet: a log, evaluation or checkpoint step), with the same weights for all.
 struct Order {
   Command command = Command::kStop;
   int64_t step = 0;
   double lr = 0;
+  bool meet = true;
 };
+
+/// An order as it travels.
+torch::Tensor encode_order(const Order& order);
+Order decode_order(const torch::Tensor& t);
 
 /// Buffers of a step are told apart by tag: at most this many per position.
 constexpr int kMaxBuffers = 0x1000;
@@ -62,6 +71,8 @@ class Outbox {
  public:
   void add(WorkPtr work) { works_.push_back(std::move(work)); }
   void wait();
+  /// Forgets the sends that have completed (a long-lived outbox).
+  void reap();
   ~Outbox();
 
  private:

@@ -42,7 +42,9 @@ std::string servers_line(const Config& config, const std::optional<ServerTopolog
   return str("\nparameter servers: ", ps.servers, " per model position, ", ps.placement,
              servers->dedicated() ? " (ranks of their own after the workers)"
                                   : str(" (dp ranks 0..", ps.servers - 1, " serve too)"),
-             ", synchronous; ", servers->workers(), " workers per position push to them");
+             ps.staleness == 0 ? std::string(", synchronous")
+                               : str(", asynchronous (staleness ", ps.staleness, ")"),
+             "; ", servers->workers(), " workers per position push to them");
 }
 
 }  // namespace
@@ -103,7 +105,7 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
       workers = servers->worker_world();
     }
     if (servers && !servers->trains()) {
-      log::set_prefix(servers->prefix(world.communicator()->rank()));
+      log::set_prefix(servers->prefix());
       log::set_is_root(false);
       ranks = gather_rank_table(*world.communicator());
       Heartbeat heartbeat(*world.communicator(), ranks,
@@ -119,6 +121,7 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     std::optional<ParameterServer> colocated;
     if (servers) {
       client.emplace(*servers);
+      client->set_asynchronous(config.parameter_server.staleness > 0);
       if (servers->serves()) {
         colocated.emplace(config.train, *servers);
         client->set_local_server([&] { colocated->serve_round(); });
