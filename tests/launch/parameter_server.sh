@@ -13,6 +13,7 @@
 set -euo pipefail
 WORK=$1 MPIEXEC=$2 TRIAX=$3 CONFIG=$4
 shift 4
+extra=("$@")
 here=$(dirname "$0")
 rm -rf "$WORK"
 mkdir -p "$WORK"
@@ -25,7 +26,8 @@ ps=(--set ddp.mode=parameter_server)
 run() {
   local name=$1 ranks=$2
   shift 2
-  timeout 300 "$MPIEXEC" -n "$ranks" "$TRIAX" train "$CONFIG" "$@" --set run.dir="$WORK/$name" \
+  timeout 300 "$MPIEXEC" -n "$ranks" "$TRIAX" train "$CONFIG" "${extra[@]}" "$@" \
+    --set run.dir="$WORK/$name" \
     >"$WORK/$name.log" 2>&1 || { tail -30 "$WORK/$name.log"; echo "FAIL: $name"; exit 1; }
 }
 # NAME REFERENCE STEP: NAME's checkpoint of STEP is REFERENCE's, byte for byte.
