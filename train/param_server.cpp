@@ -22,8 +22,20 @@ ParameterServer::ParameterServer(const TrainConfig& train, ServerTopology& topol
 
 bool ParameterServer::serve_round() {
   out_.wait();  // the last round's answers: every worker has posted its receives by now
+  // A dedicated server idles while the workers evaluate, write checkpoints or generate text, for
+  // as long as that takes: its wait for their orders is not bounded by comm.timeout_s (the
+  // heartbeat names a worker that is gone).
+  std::vector<torch::Tensor> received;
+  std::vector<WorkPtr> receiving;
+  for (int w = 0; w < topology_.workers(); ++w) {
+    received.push_back(torch::empty({4}, torch::kDouble));
+    receiving.push_back(bridge_.irecv(received.back(), w, ps::kOrderTag));
+  }
+  for (auto& work : receiving) {
+    while (!work->is_completed()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
   std::vector<ps::Order> orders;
-  for (int w = 0; w < topology_.workers(); ++w) orders.push_back(ps::recv_order(bridge_, w));
+  for (const auto& t : received) orders.push_back(ps::decode_order(t));
   const ps::Order& order = orders.front();
   for (int w = 1; w < topology_.workers(); ++w) {
     TRIAX_CHECK(orders[static_cast<size_t>(w)].command == order.command &&
@@ -319,8 +331,9 @@ void ParameterServer::load(const std::vector<std::pair<std::string, torch::Tenso
 
 std::vector<std::pair<std::string, torch::Tensor>> ParameterServer::state() {
   std::vector<std::pair<std::string, torch::Tensor>> out;
+  // Copies: an asynchronous server goes on updating the moments while they are on their way.
   for (auto& named : optimizer_->state_by_parameter()) {
-    for (auto& item : named) out.push_back(std::move(item));
+    for (auto& item : named) out.emplace_back(item.first, item.second.clone());
   }
   return out;
 }

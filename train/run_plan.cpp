@@ -267,6 +267,19 @@ void check_parameter_server(const Config& config) {
             "parallel or tied gradients across positions (set those to 1, ",
             off, ")"));
   }
+  if (config.schedule.chunks_per_rank != 1) {
+    throw ConfigError(str("schedule.chunks_per_rank: ", config.schedule.chunks_per_rank,
+                          " puts both ends of a tied model in two chunks of one rank, whose copies "
+                          "the parameter servers do not sum yet (set schedule.chunks_per_rank: 1 "
+                          "and a one-chunk schedule, ",
+                          off, ")"));
+  }
+  if (config.run.device != Device::kCpu) {
+    throw ConfigError(str("run.device: ", config.run.device,
+                          ": the parameter servers take gradients and send weights through host "
+                          "(MPI) messages, not built for GPU tensors yet (set run.device: cpu, ",
+                          off, ")"));
+  }
   if (ps.staleness > 0 && ps.placement == ServerPlacement::kColocated) {
     throw ConfigError(str("parameter_server.staleness: ", ps.staleness,
                           " asks for asynchronous servers, which must answer while the workers "

@@ -80,9 +80,11 @@ TrainingResult Training::run() {
     const bool last_step = outcome.step == total;
     // Asynchronous parameter servers: the workers meet (a collective) only where a log line, an
     // evaluation or a checkpoint needs them all, and at the end; a stop signal waits for the next.
+    // At least every kMeetEvery steps, so that a stop signal is acted on within them.
+    constexpr int64_t kMeetEvery = 50;
     const bool meeting = !trainer->asynchronous() || report.should_log(outcome.step) ||
                          evaluating(outcome.step) || policy.due(outcome.step, last_step, false) ||
-                         last_step;
+                         last_step || outcome.step % kMeetEvery == 0;
     trainer->set_meeting(meeting);
     trainer->set_learning_rate(outcome.lr);
     trainer->set_tracing(tracing(outcome.step));

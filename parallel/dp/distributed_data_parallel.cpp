@@ -292,6 +292,7 @@ void DistributedDataParallel::on_gradient(size_t index, const torch::Tensor& gra
   for (auto& bucket : buckets_) {
     if (bucket.work) bucket.work->is_completed();
   }
+  for (auto& work : pushed_) work->is_completed();  // parameter servers: the pushes, alike
   if (flying()) advance(/*wait=*/false);
   if (gates()) progress();  // ZeRO-3: the previous unit's prefetch, beside this backward
 }
@@ -339,6 +340,9 @@ void DistributedDataParallel::gradients_ready(const std::vector<torch::Tensor>& 
   }
   for (auto& bucket : buckets_) {
     if (bucket.work) bucket.work->is_completed();  // progress (see on_gradient)
+  }
+  for (auto& work : pushed_) {
+    work->is_completed();  // a pushed bucket moves on only inside MPI calls, as an all-reduce
   }
   if (flying()) advance(/*wait=*/false);
 }

@@ -211,6 +211,8 @@ void ServerClient::stop() {
 namespace triax {
 
 void ServerClient::refuse(const std::string& message) {
+  // Colocated servers are workers: each stops with the same error itself.
+  if (!topology_.dedicated()) return;
   order(ps::Command::kRefuse);
   if (bridge_.rank() == 0) {
     for (int s = 0; s < topology_.servers(); ++s) {

@@ -34,6 +34,12 @@ ServerTopology::ServerTopology(std::shared_ptr<Communicator> world, const Parall
     TRIAX_CHECK(world->size() == training && servers <= workers_,
                 "parameter servers: colocated servers are dp ranks");
   }
+  if (!dedicated() && world->backend() != "mpi") {
+    throw ConfigError(
+        str("parameter_server.placement: colocated servers send to and receive from "
+            "their own worker, which the ",
+            world->backend(), " backend cannot (set comm.backend: mpi, or placement: dedicated)"));
+  }
   trains_ = rank < training;
   int bridge_key = 0;
   if (trains_) {

@@ -203,6 +203,7 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
                                 "    reshard_after_forward: true\n",
                                 "    reshard_after_backward: true\n",
                                 "    unit_buckets: false\n",
+                                "    mode: \"allreduce\"\n",
                                 "    heartbeat_s: 15\n",
                                 "    async: false\n",
                                 "    device: \"cpu\"\n",
@@ -211,7 +212,9 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
                                 "    chunks_per_rank: []\n    schedule: []\n    on_request: true\n",
                                 "  freeze:\n    every: 0\n    start: 0\n    rate: 0.5\n"
                                 "    max_fraction: 0.75\n    criterion: \"gradient_norm\"\n"
-                                "    relayout: true\n    cache: true\n"}) {
+                                "    relayout: true\n    cache: true\n",
+                                "  parameter_server:\n    servers: 1\n"
+                                "    placement: \"dedicated\"\n    staleness: 0\n"}) {
     const auto at = written.find(key);
     REQUIRE(at != std::string::npos);
     written.erase(at, key.size());
