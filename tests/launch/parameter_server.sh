@@ -7,7 +7,8 @@
 #     checkpoints of steps 25 and 50 (parameters and AdamW state) bit-identical to DDP's;
 #  2. checkpoints cross modes: the servers' step-25 checkpoint resumed by all-reduce DDP, and
 #     DDP's resumed by 2 workers + 2 dedicated servers, continue the run bit for bit;
-#  3. under the default numerics (the servers add in a tree, MPI in its own order) the losses
+#  3. the Llama with full recompute, and the GPT computing in bf16, 8 steps each: bit-identical too;
+#  4. under the default numerics (the servers add in a tree, MPI in its own order) the losses
 #     agree within 1e-5.
 # usage: parameter_server.sh WORK MPIEXEC TRIAX CONFIG [--set ...]
 set -euo pipefail
@@ -26,7 +27,7 @@ ps=(--set ddp.mode=parameter_server)
 run() {
   local name=$1 ranks=$2
   shift 2
-  timeout 300 "$MPIEXEC" -n "$ranks" "$TRIAX" train "$CONFIG" "${extra[@]}" "$@" \
+  timeout 300 "$MPIEXEC" -n "$ranks" "$TRIAX" train "${RUN_CONFIG:-$CONFIG}" "${extra[@]}" "$@" \
     --set run.dir="$WORK/$name" \
     >"$WORK/$name.log" 2>&1 || { tail -30 "$WORK/$name.log"; echo "FAIL: $name"; exit 1; }
 }
@@ -72,6 +73,20 @@ grep -h "resumed from" "$WORK/ps_from_ddp.log" | head -1
 /usr/bin/python3 "$here/compare_losses.py" "$WORK/ps_from_ddp" "$WORK/ddp" 0
 same_checkpoint ps_from_ddp ddp 50
 echo "ok: checkpoints cross modes bit for bit"
+
+# The other family and precision: the Llama with full recompute, the GPT computing in bf16.
+short=(--set train.steps=8 --set checkpoint.every=8 --set train.eval_every=0)
+RUN_CONFIG=$(dirname "$CONFIG")/llama-fortunes.yaml run llama_ddp 2 "${common[@]}" "${short[@]}" \
+  --set train.recompute=full
+RUN_CONFIG=$(dirname "$CONFIG")/llama-fortunes.yaml run llama_ps 3 "${common[@]}" "${short[@]}" \
+  --set train.recompute=full "${ps[@]}"
+/usr/bin/python3 "$here/compare_losses.py" "$WORK/llama_ps" "$WORK/llama_ddp" 0
+same_checkpoint llama_ps llama_ddp 8
+run bf16_ddp 2 "${common[@]}" "${short[@]}" --set train.precision=bf16
+run bf16_ps 3 "${common[@]}" "${short[@]}" --set train.precision=bf16 "${ps[@]}"
+/usr/bin/python3 "$here/compare_losses.py" "$WORK/bf16_ps" "$WORK/bf16_ddp" 0
+same_checkpoint bf16_ps bf16_ddp 8
+echo "ok: the Llama with full recompute and the GPT in bf16, bit-identical to all-reduce DDP"
 
 fast=(--set train.numerics=fast --set train.steps=20 --set checkpoint.every=0)
 run ddp_fast 2 "${common[@]}" "${fast[@]}"
