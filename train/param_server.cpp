@@ -141,7 +141,7 @@ void ParameterServer::serve_asynchronously(int64_t staleness) {
       const int64_t done = x.step->step + 1;  // the step it pushed
       if (slowest < done - (x.step->meet ? 0 : staleness)) continue;
       furthest = std::max(furthest, done - slowest);
-      answer(w);
+      answer({w});
       x.waiting = false;
       x.step.reset();
       progressed = true;
@@ -255,49 +255,26 @@ void ParameterServer::step(const ps::Order& order) {
   }
   // One division of the whole batch's sum, by the same double DDP divides by.
   const double divisor = divisor_ * workers;
+  std::vector<torch::Tensor> gradients;
   for (size_t b = 0; b < buffers_.size(); ++b) {
-    torch::Tensor sum = tree_sum(parts[b]);
-    if (divisor != 1) sum.div_(divisor);
-    const Buffer& buffer = buffers_[b];
-    if (buffer.holder.defined()) {
-      buffer.holder.mutable_grad() = sum.view(buffer.holder.sizes());
-      continue;
-    }
-    for (size_t m = 0; m < buffer.params.size(); ++m) {
-      torch::Tensor& p = params_[buffer.params[m]].tensor;
-      p.mutable_grad() = sum.narrow(0, buffer.offsets[m], p.numel()).view(p.sizes());
-    }
+    gradients.push_back(tree_sum(parts[b]));
+    if (divisor != 1) gradients.back().div_(divisor);
   }
-  for (const Buffer& buffer : buffers_) {
-    if (buffer.holder.defined()) {
-      sum_tied_grads({params_[param_index(buffer.tied_to)].tensor, buffer.holder}, nullptr);
-    }
-  }
-  optimizer_->set_learning_rate(order.lr);
-  const double norm = optimizer_->step(max_norm_);
-  for (int w = 0; w < workers; ++w) answer(w);
+  const double norm = update(gradients, order.lr);
+  std::vector<int> everyone;
+  for (int w = 0; w < workers; ++w) everyone.push_back(w);
+  answer(everyone);
   if (topology_.server_index() == 0) {
     torch::Tensor n = torch::tensor({norm}, torch::kDouble);
     for (int w = 0; w < workers; ++w) out_.add(bridge_.isend(n, w, ps::kNormTag));
   }
 }
 
-void ParameterServer::answer(int worker) {
-  torch::NoGradGuard no_grad;
-  for (const Buffer& buffer : buffers_) {
-    if (buffer.params.empty()) continue;
-    std::vector<torch::Tensor> flat;
-    for (size_t k : buffer.params) flat.push_back(params_[k].tensor.detach().reshape({-1}));
-    out_.add(bridge_.isend(torch::cat(flat), worker, ps::pull_tag(buffer.id)));
-  }
-}
-
-void ParameterServer::apply_one(const std::vector<torch::Tensor>& parts, double norm, double lr) {
+double ParameterServer::update(const std::vector<torch::Tensor>& gradients, double lr) {
   torch::NoGradGuard no_grad;
   for (size_t b = 0; b < buffers_.size(); ++b) {
-    torch::Tensor g = parts[b];
-    if (divisor_ != 1) g.div_(divisor_);
     const Buffer& buffer = buffers_[b];
+    const torch::Tensor& g = gradients[b];
     if (buffer.holder.defined()) {
       buffer.holder.mutable_grad() = g.view(buffer.holder.sizes());
       continue;
@@ -312,9 +289,27 @@ void ParameterServer::apply_one(const std::vector<torch::Tensor>& parts, double 
       sum_tied_grads({params_[param_index(buffer.tied_to)].tensor, buffer.holder}, nullptr);
     }
   }
-  applied_norm_ = norm;  // the optimizer's norm source while asynchronous
   optimizer_->set_learning_rate(lr);
-  optimizer_->step(max_norm_);
+  return optimizer_->step(max_norm_);
+}
+
+void ParameterServer::answer(const std::vector<int>& workers) {
+  torch::NoGradGuard no_grad;
+  for (const Buffer& buffer : buffers_) {
+    if (buffer.params.empty()) continue;
+    std::vector<torch::Tensor> flat;
+    for (size_t k : buffer.params) flat.push_back(params_[k].tensor.detach().reshape({-1}));
+    const torch::Tensor weights = torch::cat(flat);  // once for every worker answered
+    for (int w : workers) out_.add(bridge_.isend(weights, w, ps::pull_tag(buffer.id)));
+  }
+}
+
+void ParameterServer::apply_one(std::vector<torch::Tensor>& parts, double norm, double lr) {
+  for (auto& g : parts) {
+    if (divisor_ != 1) g.div_(divisor_);
+  }
+  applied_norm_ = norm;  // the optimizer's norm source while asynchronous
+  update(parts, lr);
 }
 
 void ParameterServer::load(const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {

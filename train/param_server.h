@@ -62,10 +62,14 @@ class ParameterServer {
   void step(const ps::Order& order);
   /// Carries out an order every worker sent alike (init, state, load, stop); false after stop.
   bool collective(const ps::Order& order);
-  /// Asynchronous: worker w's pushes (`parts`, by buffer) applied alone, clipped by `norm`.
-  void apply_one(const std::vector<torch::Tensor>& parts, double norm, double lr);
-  /// The weights of every buffer to worker w (and, synchronous, server 0's the norm).
-  void answer(int worker);
+  /// `gradients` (each buffer's, averaged) into the parameters' .grad, a tied holder summed into
+  /// its weight, and the optimizer's step at `lr`; returns the norm it clipped by.
+  double update(const std::vector<torch::Tensor>& gradients, double lr);
+  /// Asynchronous: one worker's pushes (`parts`, by buffer; divided here) applied alone, clipped
+  /// by `norm`.
+  void apply_one(std::vector<torch::Tensor>& parts, double norm, double lr);
+  /// Every buffer's weights to `workers`.
+  void answer(const std::vector<int>& workers);
   void load(const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
   std::vector<std::pair<std::string, torch::Tensor>> state();
   size_t param_index(const std::string& name) const;
