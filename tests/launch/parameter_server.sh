@@ -76,9 +76,10 @@ echo "ok: checkpoints cross modes bit for bit"
 
 # The other family and precision: the Llama with full recompute, the GPT computing in bf16.
 short=(--set train.steps=8 --set checkpoint.every=8 --set train.eval_every=0)
-RUN_CONFIG=$(dirname "$CONFIG")/llama-fortunes.yaml run llama_ddp 2 "${common[@]}" "${short[@]}" \
+llama_config="$(dirname "$CONFIG")/llama-fortunes.yaml"
+RUN_CONFIG=$llama_config run llama_ddp 2 "${common[@]}" "${short[@]}" \
   --set train.recompute=full
-RUN_CONFIG=$(dirname "$CONFIG")/llama-fortunes.yaml run llama_ps 3 "${common[@]}" "${short[@]}" \
+RUN_CONFIG=$llama_config run llama_ps 3 "${common[@]}" "${short[@]}" \
   --set train.recompute=full "${ps[@]}"
 /usr/bin/python3 "$here/compare_losses.py" "$WORK/llama_ps" "$WORK/llama_ddp" 0
 same_checkpoint llama_ps llama_ddp 8
