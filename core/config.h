@@ -236,7 +236,17 @@ struct ParameterServerConfig {
   ServerPlacement placement = ServerPlacement::kDedicated;
   /// 0 (default): synchronous, every worker's push of a step before the update.
   int64_t staleness = 0;
+  /// What an update takes: "step" = one update per step, once every worker's push of it has come
+  /// (the synchronous update; with staleness > 0 what is stale is the weights a worker computed
+  /// it on: Stale Synchronous Parallel); "push" (staleness > 0 only) = each worker's push applied
+  /// alone as it comes, at lr / workers. "auto" (default): step at staleness 0, push above.
+  ServerApply apply = ServerApply::kAuto;
 };
+
+/// Whether the servers apply each worker's push alone (apply: push, or auto when asynchronous).
+inline bool applies_each_push(const ParameterServerConfig& ps) {
+  return ps.apply == ServerApply::kPush || (ps.apply == ServerApply::kAuto && ps.staleness > 0);
+}
 
 struct OptimizerConfig {
   /// ZeRO-1, the older spelling of ddp.shard: optimizer (true: at least that level). Default false.

@@ -26,6 +26,7 @@ TRIAX_CHOICE_NAMES(ContextMode, "ring", "all_to_all")
 TRIAX_CHOICE_NAMES(FreezeCriterion, "gradient_norm", "progressive")
 TRIAX_CHOICE_NAMES(DpMode, "allreduce", "parameter_server")
 TRIAX_CHOICE_NAMES(ServerPlacement, "dedicated", "colocated")
+TRIAX_CHOICE_NAMES(ServerApply, "auto", "step", "push")
 
 #undef TRIAX_CHOICE_NAMES
 

@@ -2,6 +2,7 @@
 //          triax::ScheduleKind, triax::Activation, triax::Hierarchical, triax::Backend,
 //          triax::Precision, triax::Bf16Matmul, triax::Numerics, triax::ShardLevel, triax::Device,
 //          triax::ContextMode, triax::FreezeCriterion, triax::DpMode, triax::ServerPlacement,
+//          triax::ServerApply,
 //          triax::choice_names, triax::choice_name,
 //          triax::parse_choice
 //
@@ -43,6 +44,10 @@ enum class FreezeCriterion { kGradientNorm, kProgressive };
 enum class DpMode { kAllReduce, kParameterServer };
 /// parameter_server.placement: servers on ranks of their own, or on the workers themselves.
 enum class ServerPlacement { kDedicated, kColocated };
+/// parameter_server.apply: what an asynchronous server's update takes — one step's pushes from
+/// every worker (the synchronous update, on weights up to S steps stale), or each push alone;
+/// auto: step when synchronous (staleness 0), push when asynchronous.
+enum class ServerApply { kAuto, kStep, kPush };
 
 /// True for the enums above (the ones with YAML spellings).
 template <typename E>
@@ -52,7 +57,7 @@ using IsChoice = std::disjunction<
     std::is_same<E, Hierarchical>, std::is_same<E, Backend>, std::is_same<E, Precision>,
     std::is_same<E, Bf16Matmul>, std::is_same<E, Numerics>, std::is_same<E, ShardLevel>,
     std::is_same<E, Device>, std::is_same<E, ContextMode>, std::is_same<E, FreezeCriterion>,
-    std::is_same<E, DpMode>, std::is_same<E, ServerPlacement>>;
+    std::is_same<E, DpMode>, std::is_same<E, ServerPlacement>, std::is_same<E, ServerApply>>;
 
 /// The YAML spellings of E's values, in enum order ("gpipe", "1f1b", "interleaved").
 template <typename E>

@@ -312,7 +312,12 @@ void visit_parameter_server(Config& c, ConfigVisitor& v) {
         "dedicated = servers on ranks of their own after the workers (world = workers + "
         "servers x tensor x pipeline); colocated = the first `servers` dp ranks serve too");
     v.field("staleness", c.parameter_server.staleness, kNonNegative,
-            "0 = synchronous (every worker's push before each update)");
+            "0 = synchronous (every worker's push before each update); S >= 1 = asynchronous, "
+            "a worker at most S steps ahead of the slowest");
+    choice_field(v, "apply", c.parameter_server.apply,
+                 "step = one update per step from every worker's push of it (with staleness: "
+                 "Stale Synchronous Parallel); push = each worker's push applied alone at lr / "
+                 "workers (staleness >= 1); auto = step at staleness 0, push above");
   });
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -77,8 +78,8 @@ bool ParameterServer::collective(const ps::Order& order) {
   throw Error(str("parameter server: unknown order ", static_cast<int64_t>(order.command)));
 }
 
-void ParameterServer::serve_asynchronously(int64_t staleness) {
-  asynchronous_ = true;
+void ParameterServer::serve_asynchronously(int64_t staleness, bool per_push) {
+  per_push_ = per_push;
   const int workers = topology_.workers();
   struct Worker {
     torch::Tensor order_buffer = torch::empty({4}, torch::kDouble);
@@ -88,10 +89,18 @@ void ParameterServer::serve_asynchronously(int64_t staleness) {
     std::vector<torch::Tensor> parts;
     std::vector<WorkPtr> receiving;
     torch::Tensor norm = torch::empty({1}, torch::kDouble);
-    int64_t applied = 0;   // its steps applied
+    int64_t applied = 0;   // its steps applied (apply: step — received)
     bool waiting = false;  // applied, not yet answered
   };
   std::vector<Worker> ws(static_cast<size_t>(workers));
+  // apply: step — each step's pushes by worker until every worker's has come (a worker runs at
+  // most S steps ahead, so at most S + 1 steps are here), and the step's learning rate.
+  struct Pending {
+    std::vector<std::vector<torch::Tensor>> parts;  // [worker][buffer]; empty: not yet
+    int arrived = 0;
+    double lr = 0;
+  };
+  std::map<int64_t, Pending> pending;
   const auto post_order = [&](int w) {
     Worker& x = ws[static_cast<size_t>(w)];
     x.order_work = bridge_.irecv(x.order_buffer, w, ps::kOrderTag);
@@ -118,19 +127,43 @@ void ParameterServer::serve_asynchronously(int64_t staleness) {
           x.parts.push_back(torch::empty({b.numel}, torch::kFloat));
           x.receiving.push_back(bridge_.irecv(x.parts.back(), w, ps::push_tag(b.id)));
         }
-        x.receiving.push_back(bridge_.irecv(x.norm, w, ps::kNormTag));
+        if (per_push_) x.receiving.push_back(bridge_.irecv(x.norm, w, ps::kNormTag));
         post_order(w);
       }
       if (x.step && !x.waiting &&
           std::all_of(x.receiving.begin(), x.receiving.end(),
                       [](const WorkPtr& r) { return r->is_completed(); })) {
-        apply_one(x.parts, x.norm.item<double>(), x.step->lr / workers);
+        if (per_push_) {
+          apply_one(x.parts, x.norm.item<double>(), x.step->lr / workers);
+        } else {
+          Pending& p = pending[x.step->step];
+          p.parts.resize(static_cast<size_t>(workers));
+          p.parts[static_cast<size_t>(w)] = std::move(x.parts);
+          p.lr = x.step->lr;
+          ++p.arrived;
+        }
         ++x.applied;
         x.waiting = true;
         progressed = true;
         x.parts.clear();
         x.receiving.clear();
       }
+    }
+    // apply: step — every step all workers have pushed, in order: the synchronous update (sum in
+    // worker order, the global norm over the server group: every server takes the same steps in
+    // the same order, so their norms meet).
+    while (!pending.empty() && pending.begin()->second.arrived == workers) {
+      Pending& p = pending.begin()->second;
+      std::vector<torch::Tensor> gradients;
+      for (size_t b = 0; b < buffers_.size(); ++b) {
+        std::vector<torch::Tensor> column;
+        for (auto& parts : p.parts) column.push_back(parts[b]);
+        gradients.push_back(tree_sum(column));
+        if (divisor_ * workers != 1) gradients.back().div_(divisor_ * workers);
+      }
+      last_norm_ = update(gradients, p.lr);
+      pending.erase(pending.begin());
+      progressed = true;
     }
     // Answer every applied worker the bound lets go on: the slowest has applied `slowest` steps.
     int64_t slowest = ws.front().applied;
@@ -142,6 +175,9 @@ void ParameterServer::serve_asynchronously(int64_t staleness) {
       if (slowest < done - (x.step->meet ? 0 : staleness)) continue;
       furthest = std::max(furthest, done - slowest);
       answer({w});
+      if (!per_push_ && topology_.server_index() == 0) {  // the norm of the last update, to log
+        out_.add(bridge_.isend(torch::tensor({last_norm_}, torch::kDouble), w, ps::kNormTag));
+      }
       x.waiting = false;
       x.step.reset();
       progressed = true;
@@ -228,7 +264,7 @@ void ParameterServer::init(const std::string& description,
   optimizer_ = std::make_unique<ReplicatedOptimizer>(train_, params_, *topology_.server_group());
   // Every server's counted parameters in one order fixed by their names.
   norm_ = std::make_unique<OrderedGradNorm>(std::move(counted), *topology_.server_group());
-  optimizer_->set_norm_source([this] { return asynchronous_ ? applied_norm_ : norm_->norm(); });
+  optimizer_->set_norm_source([this] { return per_push_ ? applied_norm_ : norm_->norm(); });
   started_ = true;
   int64_t numel = 0;
   for (const auto& p : params_) numel += p.tensor.numel();
@@ -336,7 +372,8 @@ std::vector<std::pair<std::string, torch::Tensor>> ParameterServer::state() {
 void run_parameter_server(const Config& config, ServerTopology& topology) {
   ParameterServer server(config.train, topology);
   if (config.parameter_server.staleness > 0) {
-    server.serve_asynchronously(config.parameter_server.staleness);
+    server.serve_asynchronously(config.parameter_server.staleness,
+                                applies_each_push(config.parameter_server));
     return;
   }
   while (server.serve_round()) {

@@ -14,10 +14,13 @@
 //      server group: keys fixed by name), clipping, the update (ReplicatedOptimizer: the
 //      optimizer's arithmetic is per element, so a share of the parameters takes the same step);
 //   4. the new weights to every worker, and (server 0) the norm.
-// Asynchronous servers (parameter_server.staleness S > 0, dedicated): no rounds. A worker's step
-// is applied as soon as its pushes and the norm of its gradient have come, alone: its gradient
-// (its 1/W of the global batch) clipped by its own norm, at 1/W of the step's learning rate (W
-// pushes make one synchronous step's worth). A worker is answered with the weights of that moment
+// Asynchronous servers (parameter_server.staleness S > 0, dedicated): no rounds; pushes are taken
+// as they come. parameter_server.apply: step (default) makes the synchronous update (1.-3.) of a
+// step once every worker's push of it has come — what is stale is the weights a worker computed
+// its gradient on (Stale Synchronous Parallel). apply: push applies each worker's step alone as
+// soon as its pushes and the norm of its gradient have come: its gradient (its 1/W of the global
+// batch) clipped by its own norm, at 1/W of the step's learning rate (W pushes make one
+// synchronous step's worth). Either way a worker is answered with the weights of that moment
 // once the slowest worker is at most S steps behind it (it may run S steps ahead), or, at a step
 // where the workers meet (logs, evaluations, checkpoints), once every worker has pushed the step:
 // they then go on from the same weights.
@@ -46,7 +49,9 @@ class ParameterServer {
   /// Takes one order from every worker of the position and carries it out; false after stop.
   bool serve_round();
   /// Asynchronous servers (staleness > 0): serves until the workers say stop.
-  void serve_asynchronously(int64_t staleness);
+  /// `per_push`: each worker's push applied alone (parameter_server.apply: push), else one update
+  /// per step.
+  void serve_asynchronously(int64_t staleness, bool per_push);
 
  private:
   struct Buffer {
@@ -83,8 +88,9 @@ class ParameterServer {
   std::unique_ptr<OrderedGradNorm> norm_;
   double divisor_ = 1;
   double max_norm_ = 0;
-  double applied_norm_ = 0;  // asynchronous: the norm the next update clips by
-  bool asynchronous_ = false;
+  double applied_norm_ = 0;  // apply: push — the norm the next update clips by
+  bool per_push_ = false;
+  double last_norm_ = 0;  // apply: step — the last update's norm before clipping
   ps::Outbox out_;
   bool started_ = false;
 };

@@ -287,6 +287,13 @@ void check_parameter_server(const Config& config) {
                           "worker waits (set parameter_server.placement: dedicated, or "
                           "staleness: 0)"));
   }
+  if (ps.staleness == 0 && ps.apply == ServerApply::kPush) {
+    throw ConfigError(
+        str("parameter_server.apply: push applies each worker's push alone, which "
+            "only asynchronous servers do, but parameter_server.staleness: 0 is "
+            "synchronous (set staleness >= 1 for asynchronous servers, or apply: "
+            "step or auto)"));
+  }
   if (shard_level(config) != ShardLevel::kNone) {
     throw ConfigError(str("ddp.shard: ", shard_level(config),
                           " splits the optimizer state over dp ranks, but under ddp.mode: "
@@ -497,17 +504,19 @@ std::string RunPlan::describe() const {
     const ParameterServerConfig& ps = config.parameter_server;
     const bool dedicated = ps.placement == ServerPlacement::kDedicated;
     const int64_t positions = layout.tp_size() * layout.pp_size() * layout.cp_size();
-    text += str("parameter servers: ", ps.servers, " per model position, ", ps.placement,
-                dedicated ? str(" (", ps.servers * positions, " ranks of their own after the ",
-                                layout.world_size(), " workers: world ",
-                                layout.world_size() + ps.servers * positions, ")")
-                          : str(" (dp ranks 0..", ps.servers - 1, " serve too)"),
-                ps.staleness == 0
-                    ? std::string(", synchronous: each step every worker pushes its gradients "
-                                  "and pulls the new weights\n")
-                    : str(", asynchronous: each worker's push is applied alone and a worker runs "
-                          "at most ",
-                          ps.staleness, " step(s) ahead of the slowest\n"));
+    text +=
+        str("parameter servers: ", ps.servers, " per model position, ", ps.placement,
+            dedicated ? str(" (", ps.servers * positions, " ranks of their own after the ",
+                            layout.world_size(), " workers: world ",
+                            layout.world_size() + ps.servers * positions, ")")
+                      : str(" (dp ranks 0..", ps.servers - 1, " serve too)"),
+            ps.staleness == 0
+                ? std::string(", synchronous: each step every worker pushes its gradients "
+                              "and pulls the new weights\n")
+                : str(", asynchronous: ",
+                      applies_each_push(ps) ? "each worker's push is applied alone"
+                                            : "one update per step from every worker's push of it",
+                      ", a worker at most ", ps.staleness, " step(s) ahead of the slowest\n"));
   }
   if (model_spec(model).pipelined) {
     text += schedule.table() + "  stage layers:";

@@ -99,7 +99,7 @@ double ServerClient::pull() {
   if (!stepping_) order(ps::Command::kStep);  // nothing was pushed (no parameter learns here)
   stepping_ = false;
   double own_norm = 0;
-  if (asynchronous_) {
+  if (per_push_) {
     own_norm = pushed_norm();
     torch::Tensor n = torch::tensor({own_norm}, torch::kDouble);
     for (int s = 0; s < topology_.servers(); ++s) {
@@ -117,7 +117,7 @@ double ServerClient::pull() {
                                       ps::pull_tag(static_cast<int>(id))));
   }
   torch::Tensor norm = torch::tensor({own_norm}, torch::kDouble);
-  if (!asynchronous_) {
+  if (!per_push_) {
     receiving.push_back(bridge_.irecv(norm, topology_.server_rank(0), ps::kNormTag));
   }
   {
@@ -142,7 +142,7 @@ double ServerClient::pushed_norm() const {
   std::map<std::string, torch::Tensor> by_name;  // a tied weight's holder
   for (size_t id = 0; id < buffers_.size(); ++id) {
     if (buffers_[id].params.empty() && pushed_[id].defined()) {
-      by_name[buffers_[id].tied_to] = pushed_[id];
+      by_name[buffers_[id].tied_to] = pushed_[id].reshape({-1});
     }
   }
   std::vector<std::pair<std::string, double>> squares;

@@ -53,16 +53,21 @@ class ServerClient : public GradientPush {
   /// under layout-invariant numerics, whose roots arrive unscaled; else 1). `max_norm`: clipping.
   void start(double divisor, double max_norm);
   void set_learning_rate(double lr) { lr_ = lr; }
-  /// Asynchronous servers (parameter_server.staleness > 0): each worker's step is applied alone,
-  /// clipped by the norm of that worker's own gradient, which pull() computes and sends.
-  void set_asynchronous(bool on) { asynchronous_ = on; }
+  /// Asynchronous servers (parameter_server.staleness > 0). `per_push` (apply: push): each
+  /// worker's step is applied alone, clipped by the norm of that worker's own gradient, which
+  /// pull() computes and sends.
+  void set_asynchronous(bool on, bool per_push) {
+    asynchronous_ = on;
+    per_push_ = on && per_push;
+  }
   bool asynchronous() const { return asynchronous_; }
   /// Whether the coming step is one where the workers meet (Order::meet).
   void set_meeting(bool meet) { meet_ = meet; }
 
   WorkPtr push(int chunk, int index, const torch::Tensor& buffer) override;
   /// After this step's pushes: the servers' new weights into the parameters. Returns the global
-  /// gradient norm before clipping (asynchronous: this worker's gradient's).
+  /// gradient norm before clipping (asynchronous: of the servers' last update; apply: push: this
+  /// worker's gradient's).
   double pull();
   /// Every server's optimizer state by checkpoint name (worker 0; the others get none).
   std::vector<std::pair<std::string, torch::Tensor>> fetch_state();
@@ -97,6 +102,7 @@ class ServerClient : public GradientPush {
   double lr_ = 0;
   double divisor_ = 1;
   bool asynchronous_ = false;
+  bool per_push_ = false;
   bool meet_ = true;
   std::vector<torch::Tensor> pushed_;  // this step's buffers, by id (asynchronous: the norm)
   bool stepping_ = false;              // this step's order went out

@@ -8,8 +8,9 @@
 //   init   worker 0 describes the server's buffers (text) and sends their starting values;
 //   step   each worker's pushes follow (one per buffer, tag push_tag(id)); the server answers
 //          every worker with the buffer's new weights (pull_tag(id)) and server 0 with the norm;
-//          asynchronous servers (staleness S > 0) take one worker's step at a time: its pushes and
-//          the norm of its gradient (kNormTag), and answer it alone (docs/parameter_server.md);
+//          asynchronous servers (staleness S > 0) answer each worker alone: with apply: step,
+//          once the bound lets it go on (server 0 with the last update's norm); with apply: push,
+//          after its pushes and the norm of its gradient (kNormTag) (docs/parameter_server.md);
 //   state  the server sends worker 0 its optimizer state by checkpoint name (a checkpoint);
 //   load   worker 0 sends the server its parameters' values and state by name (a resume);
 //   stop   the run is over;
