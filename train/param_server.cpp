@@ -236,6 +236,10 @@ void ParameterServer::init(const std::string& description,
       b.numel = std::stoll(f.at(2));
       b.tied_to = f.size() > 3 ? f[3] : "";
       buffers_.push_back(std::move(b));
+    } else if (f[0] == "sequence") {
+      sequence_partial_.push_back(params_.at(param_index(f.at(1))).tensor);
+    } else if (f[0] == "tied") {
+      tied_copies_.push_back(params_.at(param_index(f.at(1))).tensor);
     } else if (f[0] == "param") {
       TRIAX_CHECK(!buffers_.empty() && f.size() >= 4, "parameter server: bad description: ", line);
       std::vector<int64_t> shape;
@@ -261,6 +265,12 @@ void ParameterServer::init(const std::string& description,
     b.holder = torch::zeros_like(tied).requires_grad_(true);
   }
   load(values);
+  // Collective over the server group: every server takes part, in or out of each group.
+  Communicator& group = *topology_.server_group();
+  sequence_group_ = group.split(sequence_partial_.empty() ? -1 : topology_.sequence_group_color(),
+                                topology_.position());
+  tied_group_ =
+      group.split(tied_copies_.empty() ? -1 : topology_.tied_group_color(), topology_.position());
   optimizer_ = std::make_unique<ReplicatedOptimizer>(train_, params_, *topology_.server_group());
   // Every server's counted parameters in one order fixed by their names.
   norm_ = std::make_unique<OrderedGradNorm>(std::move(counted), *topology_.server_group());
@@ -320,6 +330,8 @@ double ParameterServer::update(const std::vector<torch::Tensor>& gradients, doub
       p.mutable_grad() = g.narrow(0, buffer.offsets[m], p.numel()).view(p.sizes());
     }
   }
+  if (!sequence_partial_.empty()) sum_sequence_partial_grads(sequence_partial_, *sequence_group_);
+  if (!tied_copies_.empty()) sum_tied_grads(tied_copies_, tied_group_.get());
   for (const Buffer& buffer : buffers_) {
     if (buffer.holder.defined()) {
       sum_tied_grads({params_[param_index(buffer.tied_to)].tensor, buffer.holder}, nullptr);

@@ -8,8 +8,10 @@
 //      (tree_sum: the association of tree_all_reduce over the same ranks) and divided once by
 //      workers x the divisor — what DDP's all-reduce leaves, so that under layout-invariant
 //      numerics a synchronous server gives DDP's gradients bit for bit;
-//   2. a tied weight's holder (a pipeline of one stage under layout-invariant numerics) summed
-//      into it, as finalize_model_grads does;
+//   2. model parallelism's sums, as finalize_model_grads makes them: sequence-parallel
+//      parameters' gradients over the tp positions' servers, a tied weight's copies over the
+//      servers of the first and last stage (or its holder, a pipeline of one stage under
+//      layout-invariant numerics, summed into it);
 //   3. the global gradient norm over every server's counted parameters (OrderedGradNorm over the
 //      server group: keys fixed by name), clipping, the update (ReplicatedOptimizer: the
 //      optimizer's arithmetic is per element, so a share of the parameters takes the same step);
@@ -86,6 +88,13 @@ class ParameterServer {
   std::vector<Buffer> buffers_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<OrderedGradNorm> norm_;
+  // Model parallelism's sums among the servers (after averaging, as finalize_model_grads does):
+  // sequence-partial parameters over this (pp, cp) position's tp servers; a tied weight's copy
+  // with the other end's servers.
+  std::vector<torch::Tensor> sequence_partial_;
+  std::vector<torch::Tensor> tied_copies_;
+  std::unique_ptr<Communicator> sequence_group_;
+  std::unique_ptr<Communicator> tied_group_;
   double divisor_ = 1;
   double max_norm_ = 0;
   double applied_norm_ = 0;  // apply: push — the norm the next update clips by

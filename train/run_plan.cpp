@@ -244,9 +244,9 @@ void check_sharded_optimizer(const Config& config, const BatchPlan& batch) {
   }
 }
 
-// ddp.mode: parameter_server (train/param_server.h): what this first form of it composes with.
-// The servers hold the fp32 parameters and the whole optimizer state of unsharded DDP buckets, at
-// one model position (tp, pp and cp 1), synchronously, on a layout fixed for the run.
+// ddp.mode: parameter_server (train/param_server.h): what it composes with. The servers hold the
+// fp32 parameters and the whole optimizer state of unsharded DDP buckets, one server group per
+// (tp, pp) position (cp 1), on a layout fixed for the run.
 void check_parameter_server(const Config& config) {
   const ParameterServerConfig& ps = config.parameter_server;
   if (config.ddp.mode != DpMode::kParameterServer) return;
@@ -258,14 +258,20 @@ void check_parameter_server(const Config& config) {
             "is parameter_server (set parallel.auto: false, ",
             off, ")"));
   }
-  if (p.tensor != 1 || p.pipeline != 1 || p.context != 1) {
-    throw ConfigError(
-        str("ddp.mode: parameter_server runs at parallel.tensor: 1, pipeline: 1, "
-            "context: 1 so far (got tensor ",
-            p.tensor, ", pipeline ", p.pipeline, ", context ", p.context,
-            "): the servers do not yet sum sequence-"
-            "parallel or tied gradients across positions (set those to 1, ",
-            off, ")"));
+  if (p.context != 1) {
+    throw ConfigError(str("parallel.context: ", p.context,
+                          ": ddp.mode: parameter_server runs at parallel.context: 1 so far (the "
+                          "servers do not sum the cp ranks' gradients yet; set parallel.context: "
+                          "1, ",
+                          off, ")"));
+  }
+  if (applies_each_push(ps) && (p.tensor != 1 || p.pipeline != 1)) {
+    throw ConfigError(str(
+        "parameter_server.apply: push (the default when asynchronous) applies each worker's push "
+        "alone, clipped by the norm of its own gradient at one model position, which is built at "
+        "parallel.tensor: 1, pipeline: 1 only (got tensor ",
+        p.tensor, ", pipeline ", p.pipeline,
+        "; set parameter_server.apply: step for one update per step across positions)"));
   }
   if (config.schedule.chunks_per_rank != 1) {
     throw ConfigError(str("schedule.chunks_per_rank: ", config.schedule.chunks_per_rank,

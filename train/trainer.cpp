@@ -33,13 +33,16 @@ double seconds_since(Clock::time_point t) {
 }
 
 // ddp.mode: parameter_server: one chunk's DDP buckets, then its gradient holder (`holder`, the
-// tied head's alias, or undefined), as its servers see them. `params`, `norm_keys` and `servers`
-// follow the parameters DDP was given; `tied`: the tied weight's index among them, or -1.
+// tied head's alias, or undefined), as its servers see them. `params`, `norm_keys`, `partial`
+// and `servers` follow the parameters DDP was given (`partial`: sequence-partial ones); `tied`:
+// the tied weight's index among them, or -1; `tied_across`: its other copy is on another
+// pipeline rank (the servers of both sum them).
 std::vector<ServedBuffer> served_buffers(const GradientSync& sync,
                                          const std::vector<OptimizedParam>& params,
                                          const std::vector<std::string>& norm_keys,
+                                         const std::vector<bool>& partial,
                                          const std::vector<int>& servers,
-                                         const torch::Tensor& holder, int tied) {
+                                         const torch::Tensor& holder, int tied, bool tied_across) {
   const auto* ddp = dynamic_cast<const DistributedDataParallel*>(&sync);
   TRIAX_CHECK(ddp != nullptr, "parameter servers need bucketed DDP");
   std::vector<ServedBuffer> out;
@@ -49,8 +52,9 @@ std::vector<ServedBuffer> served_buffers(const GradientSync& sync,
     buffer.server = servers.at(view.members.front().index);
     for (const auto& m : view.members) {
       TRIAX_CHECK(servers.at(m.index) == buffer.server, "a bucket spans two parameter servers");
-      buffer.params.push_back(
-          {params.at(m.index).name, norm_keys.at(m.index), params.at(m.index).tensor, m.offset});
+      buffer.params.push_back({params.at(m.index).name, norm_keys.at(m.index),
+                               params.at(m.index).tensor, m.offset, partial.at(m.index),
+                               tied_across && static_cast<int>(m.index) == tied});
       buffer.numel = std::max(buffer.numel, m.offset + m.numel);
     }
     out.push_back(std::move(buffer));
@@ -126,7 +130,12 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     // ddp.mode: parameter_server: this chunk's parameters as the servers see them.
     std::vector<OptimizedParam> chunk_params;
     std::vector<std::string> chunk_norm_keys;
+    std::vector<bool> chunk_partial;
     int tied = -1;
+    std::set<const void*> partial;  // the sequence-partial parameters
+    for (auto& p : chunks_.back()->sequence_partial_parameters()) {
+      partial.insert(p.unsafeGetTensorImpl());
+    }
     DdpOptions ddp;
     ddp.shard = level != ShardLevel::kNone;
     ddp.shard_gradients = level == ShardLevel::kGradients || level == ShardLevel::kParameters;
@@ -166,6 +175,7 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
       params_.push_back({StateName::of_parameter(c, item.key()).str(), item.value(),
                          t.counted(context_.tp_rank())});
       chunk_params.push_back(params_.back());
+      chunk_partial.push_back(partial.count(item.value().unsafeGetTensorImpl()) > 0);
       chunk_norm_keys.emplace_back();
       if (params_.back().counted) {
         counted_parameters += t.real_elements(item.value().numel());
@@ -216,8 +226,10 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
     ddp_.back()->broadcast_parameters();  // ZeRO-3: then each rank keeps its slices
     if (servers != nullptr) {
       const bool holds = alias.defined() && frozen_layers() == 0;
-      servers->add_chunk(c, served_buffers(*ddp_.back(), chunk_params, chunk_norm_keys, server_of,
-                                           holds ? alias : torch::Tensor(), tied));
+      servers->add_chunk(
+          c, served_buffers(*ddp_.back(), chunk_params, chunk_norm_keys, chunk_partial, server_of,
+                            holds ? alias : torch::Tensor(), tied,
+                            !schedule_.placement().ends_on_one_rank()));
     }
     chunks_.back()->set_parameter_gate(ddp_.back()->parameter_gate());
     if (context_.cp_size() > 1) {

@@ -44,6 +44,8 @@ std::string ServerClient::describe(int server, double divisor, double max_norm) 
       out << "param\t" << p.name << '\t' << p.offset << '\t' << p.norm_key;
       for (int64_t d : p.tensor.sizes()) out << '\t' << d;
       out << '\n';
+      if (p.sequence_partial) out << "sequence\t" << p.name << '\n';
+      if (p.tied) out << "tied\t" << p.name << '\n';
     }
   }
   return out.str();

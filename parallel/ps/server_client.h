@@ -30,6 +30,12 @@ struct ServedParam {
   std::string norm_key;  ///< its key in the global norm's order; empty: not counted here
   torch::Tensor tensor;  ///< the worker's parameter (pull() writes it)
   int64_t offset = 0;    ///< where its gradient starts in the buffer
+  /// Its gradient is summed over the tp positions' servers after averaging (sequence
+  /// parallelism: each tp rank saw part of the sequence).
+  bool sequence_partial = false;
+  /// One copy of a tied weight whose other copy is at another pipeline position: the servers of
+  /// both sum the copies' gradients.
+  bool tied = false;
 };
 
 /// One of a chunk's DDP buffers (its buckets, then its gradient holders) as the servers see it.

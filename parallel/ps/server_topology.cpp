@@ -22,6 +22,9 @@ ServerTopology::ServerTopology(std::shared_ptr<Communicator> world, const Parall
                                int servers, ServerPlacement placement)
     : placement_(placement), servers_(servers), workers_(workers.dp_size()) {
   const int positions = workers.tp_size() * workers.pp_size() * workers.cp_size();
+  positions_ = positions;
+  tp_ = workers.tp_size();
+  pp_ = workers.pp_size();
   const int training = workers.world_size();
   const int rank = world->rank();
   world_rank_ = rank;

@@ -47,6 +47,11 @@ class ServerTopology {
   Communicator& bridge() { return *bridge_; }
   /// Every serving rank, server index slowest (null on ranks that do not serve).
   Communicator* server_group() { return server_group_.get(); }
+  /// The servers that sum a sequence-parallel parameter's gradient: server s of every tp
+  /// position of this (pp, cp) position. A split color of the server group.
+  int sequence_group_color() const { return server_index_ * (positions_ / tp_) + position_ / tp_; }
+  /// The servers that sum a tied weight's copies (first and last stage): this (tp, cp) position's.
+  int tied_group_color() const { return (position_ / (tp_ * pp_)) * tp_ + position_ % tp_; }
   /// "[rank 5 server 1]" for a dedicated server's messages.
   std::string prefix() const;
 
@@ -55,6 +60,9 @@ class ServerTopology {
   int servers_ = 0;
   int workers_ = 0;
   int position_ = 0;
+  int positions_ = 1;
+  int tp_ = 1;
+  int pp_ = 1;
   int server_index_ = -1;
   int world_rank_ = 0;
   bool trains_ = true;

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Parameter servers at tp 2 x pp 2 (docs/parameter_server.md, "With tensor and pipeline
+# parallelism"): one server group per model position, the servers summing what model
+# parallelism sums after the average (sequence-parallel gradients over the tp positions' servers,
+# the tied embedding over the first and last stages' servers) and taking the norm over all of
+# them. The main job's GPT (tied embeddings), 8 steps under layout-invariant numerics, against
+# all-reduce DDP at dp 2 with the same layout:
+#  1. without sequence parallelism, 2 workers + 1 dedicated server per position (12 ranks);
+#  2. with it: dedicated (12 ranks), colocated with 2 servers per position (8 ranks), and
+#     asynchronous with one update per step (apply: step) meeting every step (12 ranks);
+# every loss, the held-out loss and the checkpoints of steps 4 and 8 (every position's file)
+# bit-identical to DDP's; then DDP resumes the servers' step-4 checkpoint and continues bit for bit.
+# usage: ps_model_parallel.sh WORK MPIEXEC TRIAX CONFIG [--set ...]
+set -euo pipefail
+WORK=$1 MPIEXEC=$2 TRIAX=$3 CONFIG=$4
+shift 4
+extra=("$@")
+here=$(dirname "$0")
+rm -rf "$WORK"
+mkdir -p "$WORK"
+common=(--set parallel.tensor=2 --set parallel.pipeline=2 --set train.steps=8
+  --set train.micro_batch=4 --set train.log_every=4 --set train.eval_every=8
+  --set train.eval_batches=2 --set sample.tokens=0 --set checkpoint.every=4
+  --set checkpoint.keep=0 --set train.numerics=layout_invariant --set comm.timeout_s=120)
+ps=(--set ddp.mode=parameter_server)
+sp=(--set parallel.sequence=true)
+# NAME RANKS [--set ...]: one run into $WORK/NAME.
+run() {
+  local name=$1 ranks=$2
+  shift 2
+  timeout 300 "$MPIEXEC" -n "$ranks" "$TRIAX" train "$CONFIG" "${extra[@]}" "$@" \
+    --set run.dir="$WORK/$name" \
+    >"$WORK/$name.log" 2>&1 || { tail -30 "$WORK/$name.log"; echo "FAIL: $name"; exit 1; }
+}
+# NAME REFERENCE: NAME's losses, held-out loss and checkpoints of steps 4 and 8 are REFERENCE's.
+same_run() {
+  local step dir files=0
+  /usr/bin/python3 "$here/compare_losses.py" "$WORK/$1" "$WORK/$2" 0
+  /usr/bin/python3 - "$WORK/$1/metrics.jsonl" "$WORK/$2/metrics.jsonl" <<'PY'
+import json, sys
+val = [[r["val_loss"] for r in map(json.loads, filter(str.strip, open(p))) if "val_loss" in r]
+       for p in sys.argv[1:]]
+assert val[0] and val[0] == val[1], f"held-out loss {val[0]} vs {val[1]}"
+PY
+  for step in 4 8; do
+    dir=checkpoints/$(printf 'step_%08d' "$step")
+    for f in "$WORK/$2/$dir"/*.safetensors; do
+      cmp -s "$f" "$WORK/$1/$dir/$(basename "$f")" ||
+        { echo "FAIL: $1's $(basename "$f") of step $step differs from $2's"; exit 1; }
+      files=$((files + 1))
+    done
+  done
+  [ "$files" = 8 ] || { echo "FAIL: $files checkpoint files, expected 4 positions x 2 steps"; exit 1; }
+}
+
+run ddp 8 "${common[@]}"
+run dedicated 12 "${common[@]}" "${ps[@]}"
+grep -h "parameter servers:" "$WORK/dedicated.log" | head -1
+same_run dedicated ddp
+echo "ok: tp 2 x pp 2, dedicated: bit-identical to all-reduce DDP"
+
+run sp_ddp 8 "${common[@]}" "${sp[@]}"
+run sp_dedicated 12 "${common[@]}" "${sp[@]}" "${ps[@]}"
+same_run sp_dedicated sp_ddp
+echo "ok: sequence parallel, dedicated: bit-identical to all-reduce DDP"
+run sp_colocated 8 "${common[@]}" "${sp[@]}" "${ps[@]}" --set parameter_server.placement=colocated \
+  --set parameter_server.servers=2
+same_run sp_colocated sp_ddp
+echo "ok: sequence parallel, colocated with 2 servers per position: bit-identical to all-reduce DDP"
+TRIAX_STALL=step:0.1:1 run sp_step 12 "${common[@]}" "${sp[@]}" "${ps[@]}" \
+  --set parameter_server.staleness=1 --set parameter_server.apply=step --set train.log_every=1
+same_run sp_step sp_ddp
+echo "ok: sequence parallel, asynchronous with apply step meeting every step: bit-identical"
+
+run ddp_from_ps 8 "${common[@]}" "${sp[@]}" --resume "$WORK/sp_dedicated/checkpoints/step_00000004"
+grep -h "resumed from" "$WORK/ddp_from_ps.log" | head -1
+/usr/bin/python3 "$here/compare_losses.py" "$WORK/ddp_from_ps" "$WORK/sp_ddp" 0
+echo "ok: the servers' checkpoint resumed by all-reduce DDP continues bit for bit"
+echo "PASS: ps_model_parallel"
