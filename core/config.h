@@ -241,6 +241,11 @@ struct ParameterServerConfig {
   /// it on: Stale Synchronous Parallel); "push" (staleness > 0 only) = each worker's push applied
   /// alone as it comes, at lr / workers. "auto" (default): step at staleness 0, push above.
   ServerApply apply = ServerApply::kAuto;
+  /// Asynchronous servers: answer a worker between meetings with the weights its next gradient
+  /// will be applied to, predicted as the current weights plus the last update times the updates
+  /// expected before then (apply: push, workers - 1; apply: step, the steps it is ahead of the
+  /// last update). Default true; no effect on synchronous servers.
+  bool look_ahead = true;
 };
 
 /// Whether the servers apply each worker's push alone (apply: push, or auto when asynchronous).

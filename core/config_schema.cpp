@@ -318,6 +318,10 @@ void visit_parameter_server(Config& c, ConfigVisitor& v) {
                  "step = one update per step from every worker's push of it (with staleness: "
                  "Stale Synchronous Parallel); push = each worker's push applied alone at lr / "
                  "workers (staleness >= 1); auto = step at staleness 0, push above");
+    v.field("look_ahead", c.parameter_server.look_ahead,
+            "asynchronous servers: answer a worker with the weights its next gradient will be "
+            "applied to (current + last update x the updates expected before then) instead of "
+            "the current ones");
   });
 }
 

@@ -78,8 +78,10 @@ bool ParameterServer::collective(const ps::Order& order) {
   throw Error(str("parameter server: unknown order ", static_cast<int64_t>(order.command)));
 }
 
-void ParameterServer::serve_asynchronously(int64_t staleness, bool per_push) {
+void ParameterServer::serve_asynchronously(int64_t staleness, bool per_push, bool look_ahead) {
   per_push_ = per_push;
+  look_ahead_ = look_ahead;
+  int64_t updates = 0;  // apply: step — the steps updated
   const int workers = topology_.workers();
   struct Worker {
     torch::Tensor order_buffer = torch::empty({4}, torch::kDouble);
@@ -162,6 +164,7 @@ void ParameterServer::serve_asynchronously(int64_t staleness, bool per_push) {
         if (divisor_ * workers != 1) gradients.back().div_(divisor_ * workers);
       }
       last_norm_ = update(gradients, p.lr);
+      ++updates;
       pending.erase(pending.begin());
       progressed = true;
     }
@@ -174,7 +177,14 @@ void ParameterServer::serve_asynchronously(int64_t staleness, bool per_push) {
       const int64_t done = x.step->step + 1;  // the step it pushed
       if (slowest < done - (x.step->meet ? 0 : staleness)) continue;
       furthest = std::max(furthest, done - slowest);
-      answer({w});
+      // The look-ahead: until this worker's next push is applied, each other worker's push is
+      // (push), or every step it is ahead of the last update (step). At a meeting every worker
+      // goes on from the weights themselves.
+      double ahead = 0;
+      if (look_ahead_ && !x.step->meet) {
+        ahead = per_push_ ? workers - 1 : static_cast<double>(x.applied - updates);
+      }
+      answer({w}, ahead);
       if (!per_push_ && topology_.server_index() == 0) {  // the norm of the last update, to log
         out_.add(bridge_.isend(torch::tensor({last_norm_}, torch::kDouble), w, ps::kNormTag));
       }
@@ -338,15 +348,27 @@ double ParameterServer::update(const std::vector<torch::Tensor>& gradients, doub
     }
   }
   optimizer_->set_learning_rate(lr);
-  return optimizer_->step(max_norm_);
+  if (!look_ahead_) return optimizer_->step(max_norm_);
+  std::vector<torch::Tensor> before;
+  for (const auto& p : params_) before.push_back(p.tensor.detach().clone());
+  const double norm = optimizer_->step(max_norm_);
+  last_update_.clear();
+  for (size_t k = 0; k < params_.size(); ++k) {
+    last_update_.push_back(params_[k].tensor.detach() - before[k]);
+  }
+  return norm;
 }
 
-void ParameterServer::answer(const std::vector<int>& workers) {
+void ParameterServer::answer(const std::vector<int>& workers, double ahead) {
   torch::NoGradGuard no_grad;
+  const bool predict = ahead > 0 && !last_update_.empty();
   for (const Buffer& buffer : buffers_) {
     if (buffer.params.empty()) continue;
     std::vector<torch::Tensor> flat;
-    for (size_t k : buffer.params) flat.push_back(params_[k].tensor.detach().reshape({-1}));
+    for (size_t k : buffer.params) {
+      const torch::Tensor w = params_[k].tensor.detach().reshape({-1});
+      flat.push_back(predict ? w + ahead * last_update_[k].reshape({-1}) : w);
+    }
     const torch::Tensor weights = torch::cat(flat);  // once for every worker answered
     for (int w : workers) out_.add(bridge_.isend(weights, w, ps::pull_tag(buffer.id)));
   }
@@ -385,7 +407,8 @@ void run_parameter_server(const Config& config, ServerTopology& topology) {
   ParameterServer server(config.train, topology);
   if (config.parameter_server.staleness > 0) {
     server.serve_asynchronously(config.parameter_server.staleness,
-                                applies_each_push(config.parameter_server));
+                                applies_each_push(config.parameter_server),
+                                config.parameter_server.look_ahead);
     return;
   }
   while (server.serve_round()) {

@@ -25,7 +25,10 @@
 // synchronous step's worth). Either way a worker is answered with the weights of that moment
 // once the slowest worker is at most S steps behind it (it may run S steps ahead), or, at a step
 // where the workers meet (logs, evaluations, checkpoints), once every worker has pushed the step:
-// they then go on from the same weights.
+// they then go on from the same weights. Between meetings the answer looks ahead
+// (parameter_server.look_ahead): the weights plus the last update times the updates expected
+// before the worker's next push is applied, so that its gradient is taken near where it will be
+// applied (the stale gradient's error is what costs an asynchronous run its loss).
 // Checkpoints: the servers hand worker 0 their state, and take it from there on a resume, by
 // checkpoint name: the format is today's, and a run resumes in either mode.
 #pragma once
@@ -52,8 +55,8 @@ class ParameterServer {
   bool serve_round();
   /// Asynchronous servers (staleness > 0): serves until the workers say stop.
   /// `per_push`: each worker's push applied alone (parameter_server.apply: push), else one update
-  /// per step.
-  void serve_asynchronously(int64_t staleness, bool per_push);
+  /// per step. `look_ahead`: parameter_server.look_ahead.
+  void serve_asynchronously(int64_t staleness, bool per_push, bool look_ahead);
 
  private:
   struct Buffer {
@@ -75,8 +78,9 @@ class ParameterServer {
   /// Asynchronous: one worker's pushes (`parts`, by buffer; divided here) applied alone, clipped
   /// by `norm`.
   void apply_one(std::vector<torch::Tensor>& parts, double norm, double lr);
-  /// Every buffer's weights to `workers`.
-  void answer(const std::vector<int>& workers);
+  /// Every buffer's weights to `workers`; `ahead` > 0: plus the last update that many times (the
+  /// look-ahead).
+  void answer(const std::vector<int>& workers, double ahead = 0);
   void load(const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
   std::vector<std::pair<std::string, torch::Tensor>> state();
   size_t param_index(const std::string& name) const;
@@ -99,6 +103,9 @@ class ParameterServer {
   double max_norm_ = 0;
   double applied_norm_ = 0;  // apply: push — the norm the next update clips by
   bool per_push_ = false;
+  // parameter_server.look_ahead: each parameter's change in the last update (asynchronous).
+  bool look_ahead_ = false;
+  std::vector<torch::Tensor> last_update_;
   double last_norm_ = 0;  // apply: step — the last update's norm before clipping
   ps::Outbox out_;
   bool started_ = false;

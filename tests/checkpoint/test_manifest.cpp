@@ -170,52 +170,52 @@ TEST_CASE("a format 1 checkpoint's manifest reads and writes back byte for byte"
   // without them.
   again.write();
   std::string written = read_all(again.path());
-  for (const std::string key :
-       {"    activation: \"gelu\"\n",
-        "    kv_heads: 0\n",
-        "    intermediate_size: 0\n",
-        "    multiple_of: 256\n",
-        "    norm_eps: 1e-05\n",
-        "    rope_theta: 10000\n",
-        "    rope_scaling_factor: 0\n",
-        "    rope_low_freq_factor: 1\n",
-        "    rope_high_freq_factor: 4\n",
-        "    rope_original_max_positions: 8192\n",
-        "    qkv_bias: false\n",
-        "    bucketed: true\n",
-        "    recompute: \"none\"\n",
-        "    recompute_layers: 0\n",
-        "  optimizer:\n    shard: false\n    shard_group: 0\n",
-        "    context: 1\n",
-        "    context_mode: \"ring\"\n",
-        "    sequence: false\n",
-        "    auto: false\n",
-        "    profile: \"\"\n",
-        "    memory_per_rank_mb: 0\n",
-        "    hierarchical: \"auto\"\n",
-        "    tokenizer: \"bytes\"\n",
-        "    precision: \"fp32\"\n",
-        "    bf16_matmul: \"auto\"\n",
-        "    param_dtype: \"fp32\"\n",
-        "    numerics: \"fast\"\n",
-        "    micro_batch_invariant: false\n",
-        "    reduce_dtype: \"fp32\"\n",
-        "    shard: \"none\"\n",
-        "    reshard_after_forward: true\n",
-        "    reshard_after_backward: true\n",
-        "    unit_buckets: false\n",
-        "    mode: \"allreduce\"\n",
-        "    heartbeat_s: 15\n",
-        "    async: false\n",
-        "    device: \"cpu\"\n",
-        "    frozen_layers: 0\n",
-        "  relayout:\n    steps: []\n    tensor: []\n    pipeline: []\n"
-        "    chunks_per_rank: []\n    schedule: []\n    on_request: true\n",
-        "  freeze:\n    every: 0\n    start: 0\n    rate: 0.5\n"
-        "    max_fraction: 0.75\n    criterion: \"gradient_norm\"\n"
-        "    relayout: true\n    cache: true\n",
-        "  parameter_server:\n    servers: 1\n"
-        "    placement: \"dedicated\"\n    staleness: 0\n    apply: \"auto\"\n"}) {
+  for (const std::string key : {"    activation: \"gelu\"\n",
+                                "    kv_heads: 0\n",
+                                "    intermediate_size: 0\n",
+                                "    multiple_of: 256\n",
+                                "    norm_eps: 1e-05\n",
+                                "    rope_theta: 10000\n",
+                                "    rope_scaling_factor: 0\n",
+                                "    rope_low_freq_factor: 1\n",
+                                "    rope_high_freq_factor: 4\n",
+                                "    rope_original_max_positions: 8192\n",
+                                "    qkv_bias: false\n",
+                                "    bucketed: true\n",
+                                "    recompute: \"none\"\n",
+                                "    recompute_layers: 0\n",
+                                "  optimizer:\n    shard: false\n    shard_group: 0\n",
+                                "    context: 1\n",
+                                "    context_mode: \"ring\"\n",
+                                "    sequence: false\n",
+                                "    auto: false\n",
+                                "    profile: \"\"\n",
+                                "    memory_per_rank_mb: 0\n",
+                                "    hierarchical: \"auto\"\n",
+                                "    tokenizer: \"bytes\"\n",
+                                "    precision: \"fp32\"\n",
+                                "    bf16_matmul: \"auto\"\n",
+                                "    param_dtype: \"fp32\"\n",
+                                "    numerics: \"fast\"\n",
+                                "    micro_batch_invariant: false\n",
+                                "    reduce_dtype: \"fp32\"\n",
+                                "    shard: \"none\"\n",
+                                "    reshard_after_forward: true\n",
+                                "    reshard_after_backward: true\n",
+                                "    unit_buckets: false\n",
+                                "    mode: \"allreduce\"\n",
+                                "    heartbeat_s: 15\n",
+                                "    async: false\n",
+                                "    device: \"cpu\"\n",
+                                "    frozen_layers: 0\n",
+                                "  relayout:\n    steps: []\n    tensor: []\n    pipeline: []\n"
+                                "    chunks_per_rank: []\n    schedule: []\n    on_request: true\n",
+                                "  freeze:\n    every: 0\n    start: 0\n    rate: 0.5\n"
+                                "    max_fraction: 0.75\n    criterion: \"gradient_norm\"\n"
+                                "    relayout: true\n    cache: true\n",
+                                "  parameter_server:\n    servers: 1\n"
+                                "    placement: \"dedicated\"\n    staleness: 0\n    apply: "
+                                "\"auto\"\n    look_ahead: true\n"}) {
     const auto at = written.find(key);
     REQUIRE(at != std::string::npos);
     written.erase(at, key.size());

@@ -4,7 +4,8 @@
 #  1. The fast worker runs ahead of the slow one, but never by more than S steps: the server,
 #     which answers a worker only within the bound, reports the furthest lead it allowed, which
 #     must be S exactly (reached, not exceeded) at S = 1 and 2 with each push applied alone
-#     (apply: auto = push), and at S = 1 with one update per step (apply: step); the workers meet
+#     (apply: auto = push, with the look-ahead), and at S = 1 with one update per step (apply:
+#     step, without the look-ahead); the workers meet
 #     at every logged step (their loss there is the global batch's), and the run ends with its
 #     checkpoint.
 #  2. apply: step makes the synchronous update: with the workers meeting at every step (each
@@ -20,10 +21,11 @@ common=(--set parallel.tensor=1 --set parallel.pipeline=1 --set train.steps=24
   --set train.micro_batch=4 --set train.log_every=12 --set train.eval_every=24
   --set train.eval_batches=2 --set sample.tokens=0 --set comm.timeout_s=120
   --set ddp.mode=parameter_server)
-for case in 1:auto 2:auto 1:step; do
-  s=${case%:*} apply=${case#*:}
+for case in 1:auto:true 2:auto:true 1:step:false; do
+  IFS=: read -r s apply look <<<"$case"
   TRIAX_STALL=step:0.3:1 timeout 300 "$MPIEXEC" -n 3 "$TRIAX" train "$CONFIG" "$@" "${common[@]}" \
     --set parameter_server.staleness="$s" --set parameter_server.apply="$apply" \
+    --set parameter_server.look_ahead="$look" \
     --set run.dir="$WORK/s$s" >"$WORK/s$s.log" 2>&1 ||
     { tail -30 "$WORK/s$s.log"; echo "FAIL: staleness $s"; exit 1; }
   grep -h "asynchronous" "$WORK/s$s.log" | head -1
