@@ -238,8 +238,9 @@ struct ParameterServerConfig {
   int64_t staleness = 0;
   /// What an update takes: "step" = one update per step, once every worker's push of it has come
   /// (the synchronous update; with staleness > 0 what is stale is the weights a worker computed
-  /// it on: Stale Synchronous Parallel); "push" (staleness > 0 only) = each worker's push applied
-  /// alone as it comes, at lr / workers. "auto" (default): step at staleness 0, push above.
+  /// it on: Stale Synchronous Parallel); "push" (staleness > 0, tp = pp = 1 only) = each worker's
+  /// push applied alone as it comes, at lr / workers. "auto" (default): push when asynchronous at
+  /// tp = pp = 1, else step.
   ServerApply apply = ServerApply::kAuto;
   /// Asynchronous servers: answer a worker between meetings with the weights its next gradient
   /// will be applied to, predicted as the current weights plus the last update times the updates
@@ -247,11 +248,6 @@ struct ParameterServerConfig {
   /// last update). Default true; no effect on synchronous servers.
   bool look_ahead = true;
 };
-
-/// Whether the servers apply each worker's push alone (apply: push, or auto when asynchronous).
-inline bool applies_each_push(const ParameterServerConfig& ps) {
-  return ps.apply == ServerApply::kPush || (ps.apply == ServerApply::kAuto && ps.staleness > 0);
-}
 
 struct OptimizerConfig {
   /// ZeRO-1, the older spelling of ddp.shard: optimizer (true: at least that level). Default false.
@@ -417,6 +413,14 @@ struct Config {
 inline ShardLevel shard_level(const Config& c) {
   return c.optimizer.shard && c.ddp.shard == ShardLevel::kNone ? ShardLevel::kOptimizer
                                                                : c.ddp.shard;
+}
+
+/// Whether parameter servers apply each worker's push alone: apply: push, or auto when
+/// asynchronous at one model position (at tp or pp > 1 a step's pushes go together).
+inline bool applies_each_push(const Config& c) {
+  const ParameterServerConfig& ps = c.parameter_server;
+  return ps.apply == ServerApply::kPush || (ps.apply == ServerApply::kAuto && ps.staleness > 0 &&
+                                            c.parallel.tensor == 1 && c.parallel.pipeline == 1);
 }
 
 /// Reads `path`, applies `overrides` ("a.b=value", YAML syntax for the value) and validates.

@@ -46,7 +46,7 @@ enum class DpMode { kAllReduce, kParameterServer };
 enum class ServerPlacement { kDedicated, kColocated };
 /// parameter_server.apply: what an asynchronous server's update takes — one step's pushes from
 /// every worker (the synchronous update, on weights up to S steps stale), or each push alone;
-/// auto: step when synchronous (staleness 0), push when asynchronous.
+/// auto: push when asynchronous at one model position, else step.
 enum class ServerApply { kAuto, kStep, kPush };
 
 /// True for the enums above (the ones with YAML spellings).

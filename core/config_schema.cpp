@@ -314,10 +314,12 @@ void visit_parameter_server(Config& c, ConfigVisitor& v) {
     v.field("staleness", c.parameter_server.staleness, kNonNegative,
             "0 = synchronous (every worker's push before each update); S >= 1 = asynchronous, "
             "a worker at most S steps ahead of the slowest");
-    choice_field(v, "apply", c.parameter_server.apply,
-                 "step = one update per step from every worker's push of it (with staleness: "
-                 "Stale Synchronous Parallel); push = each worker's push applied alone at lr / "
-                 "workers (staleness >= 1); auto = step at staleness 0, push above");
+    choice_field(
+        v, "apply", c.parameter_server.apply,
+        "step = one update per step from every worker's push of it (with staleness: "
+        "Stale Synchronous Parallel); push = each worker's push applied alone at lr / "
+        "workers (staleness >= 1, tensor = pipeline = 1); auto = push when asynchronous at "
+        "tensor = pipeline = 1, else step");
     v.field("look_ahead", c.parameter_server.look_ahead,
             "asynchronous servers: answer a worker with the weights its next gradient will be "
             "applied to (current + last update x the updates expected before then) instead of "

@@ -406,8 +406,7 @@ std::vector<std::pair<std::string, torch::Tensor>> ParameterServer::state() {
 void run_parameter_server(const Config& config, ServerTopology& topology) {
   ParameterServer server(config.train, topology);
   if (config.parameter_server.staleness > 0) {
-    server.serve_asynchronously(config.parameter_server.staleness,
-                                applies_each_push(config.parameter_server),
+    server.serve_asynchronously(config.parameter_server.staleness, applies_each_push(config),
                                 config.parameter_server.look_ahead);
     return;
   }

@@ -17,18 +17,19 @@
 //      optimizer's arithmetic is per element, so a share of the parameters takes the same step);
 //   4. the new weights to every worker, and (server 0) the norm.
 // Asynchronous servers (parameter_server.staleness S > 0, dedicated): no rounds; pushes are taken
-// as they come. parameter_server.apply: step (default) makes the synchronous update (1.-3.) of a
-// step once every worker's push of it has come — what is stale is the weights a worker computed
-// its gradient on (Stale Synchronous Parallel). apply: push applies each worker's step alone as
-// soon as its pushes and the norm of its gradient have come: its gradient (its 1/W of the global
-// batch) clipped by its own norm, at 1/W of the step's learning rate (W pushes make one
-// synchronous step's worth). Either way a worker is answered with the weights of that moment
-// once the slowest worker is at most S steps behind it (it may run S steps ahead), or, at a step
-// where the workers meet (logs, evaluations, checkpoints), once every worker has pushed the step:
-// they then go on from the same weights. Between meetings the answer looks ahead
-// (parameter_server.look_ahead): the weights plus the last update times the updates expected
-// before the worker's next push is applied, so that its gradient is taken near where it will be
-// applied (the stale gradient's error is what costs an asynchronous run its loss).
+// as they come. parameter_server.apply: step (auto's choice at tp or pp > 1) makes the
+// synchronous update (1.-3.) of a step once every worker's push of it has come — what is stale is
+// the weights a worker computed its gradient on (Stale Synchronous Parallel). apply: push (auto's
+// choice at tp = pp = 1) applies each worker's step alone as soon as its pushes and the norm of
+// its gradient have come: its gradient (its 1/W of the global batch) clipped by its own norm, at
+// 1/W of the step's learning rate (W pushes make one synchronous step's worth). Either way a
+// worker is answered with the weights of that moment once the slowest worker is at most S steps
+// behind it (it may run S steps ahead), or, at a step where the workers meet (logs, evaluations,
+// checkpoints), once every worker has pushed the step: they then go on from the same weights.
+// Between meetings the answer looks ahead (parameter_server.look_ahead): the weights plus the last
+// update times the updates expected before the worker's next push is applied, so that its
+// gradient is taken near where it will be applied (the stale gradient's error is what costs an
+// asynchronous run its loss).
 // Checkpoints: the servers hand worker 0 their state, and take it from there on a resume, by
 // checkpoint name: the format is today's, and a run resumes in either mode.
 #pragma once

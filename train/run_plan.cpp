@@ -265,13 +265,12 @@ void check_parameter_server(const Config& config) {
                           "1, ",
                           off, ")"));
   }
-  if (applies_each_push(ps) && (p.tensor != 1 || p.pipeline != 1)) {
-    throw ConfigError(str(
-        "parameter_server.apply: push (the default when asynchronous) applies each worker's push "
-        "alone, clipped by the norm of its own gradient at one model position, which is built at "
-        "parallel.tensor: 1, pipeline: 1 only (got tensor ",
-        p.tensor, ", pipeline ", p.pipeline,
-        "; set parameter_server.apply: step for one update per step across positions)"));
+  if (config.train.frozen_layers > 0 && p.pipeline > 1) {
+    throw ConfigError(str("train.frozen_layers: ", config.train.frozen_layers,
+                          " at parallel.pipeline: ", p.pipeline,
+                          " can leave a stage with no parameter that learns, and so a position "
+                          "with nothing to serve (set train.frozen_layers: 0 or pipeline: 1, ",
+                          off, ")"));
   }
   if (config.schedule.chunks_per_rank != 1) {
     throw ConfigError(str("schedule.chunks_per_rank: ", config.schedule.chunks_per_rank,
@@ -299,6 +298,14 @@ void check_parameter_server(const Config& config) {
             "only asynchronous servers do, but parameter_server.staleness: 0 is "
             "synchronous (set staleness >= 1 for asynchronous servers, or apply: "
             "step or auto)"));
+  }
+  if (ps.apply == ServerApply::kPush && (p.tensor != 1 || p.pipeline != 1)) {
+    throw ConfigError(str(
+        "parameter_server.apply: push applies each worker's push alone, clipped by the norm of "
+        "its own gradient at one model position, which is built at parallel.tensor: 1, "
+        "pipeline: 1 only (got tensor ",
+        p.tensor, ", pipeline ", p.pipeline,
+        "; set parameter_server.apply: step or auto for one update per step across positions)"));
   }
   if (shard_level(config) != ShardLevel::kNone) {
     throw ConfigError(str("ddp.shard: ", shard_level(config),
@@ -510,19 +517,19 @@ std::string RunPlan::describe() const {
     const ParameterServerConfig& ps = config.parameter_server;
     const bool dedicated = ps.placement == ServerPlacement::kDedicated;
     const int64_t positions = layout.tp_size() * layout.pp_size() * layout.cp_size();
-    text +=
-        str("parameter servers: ", ps.servers, " per model position, ", ps.placement,
-            dedicated ? str(" (", ps.servers * positions, " ranks of their own after the ",
-                            layout.world_size(), " workers: world ",
-                            layout.world_size() + ps.servers * positions, ")")
-                      : str(" (dp ranks 0..", ps.servers - 1, " serve too)"),
-            ps.staleness == 0
-                ? std::string(", synchronous: each step every worker pushes its gradients "
-                              "and pulls the new weights\n")
-                : str(", asynchronous: ",
-                      applies_each_push(ps) ? "each worker's push is applied alone"
+    text += str(
+        "parameter servers: ", ps.servers, " per model position, ", ps.placement,
+        dedicated ? str(" (", ps.servers * positions, " ranks of their own after the ",
+                        layout.world_size(), " workers: world ",
+                        layout.world_size() + ps.servers * positions, ")")
+                  : str(" (dp ranks 0..", ps.servers - 1, " serve too)"),
+        ps.staleness == 0
+            ? std::string(", synchronous: each step every worker pushes its gradients "
+                          "and pulls the new weights\n")
+            : str(", asynchronous: ",
+                  applies_each_push(config) ? "each worker's push is applied alone"
                                             : "one update per step from every worker's push of it",
-                      ", a worker at most ", ps.staleness, " step(s) ahead of the slowest\n"));
+                  ", a worker at most ", ps.staleness, " step(s) ahead of the slowest\n"));
   }
   if (model_spec(model).pipelined) {
     text += schedule.table() + "  stage layers:";

@@ -9,7 +9,9 @@
 #  2. with it: dedicated (12 ranks), colocated with 2 servers per position (8 ranks), and
 #     asynchronous with one update per step (apply: step) meeting every step (12 ranks);
 # every loss, the held-out loss and the checkpoints of steps 4 and 8 (every position's file)
-# bit-identical to DDP's; then DDP resumes the servers' step-4 checkpoint and continues bit for bit.
+# bit-identical to DDP's; 3. asynchronous with one replica held back and meetings at steps 4 and 8
+# only: finishes, every position's servers letting the fast replica run exactly 1 step ahead;
+# 4. DDP resumes the servers' step-4 checkpoint and continues bit for bit.
 # usage: ps_model_parallel.sh WORK MPIEXEC TRIAX CONFIG [--set ...]
 set -euo pipefail
 WORK=$1 MPIEXEC=$2 TRIAX=$3 CONFIG=$4
@@ -71,6 +73,19 @@ TRIAX_STALL=step:0.1:1 run sp_step 12 "${common[@]}" "${sp[@]}" "${ps[@]}" \
   --set parameter_server.staleness=1 --set parameter_server.apply=step --set train.log_every=1
 same_run sp_step sp_ddp
 echo "ok: sequence parallel, asynchronous with apply step meeting every step: bit-identical"
+
+# Asynchronous at tp x pp for real: one replica held back (world rank 1, 0.3 s a step), meetings
+# only at steps 4 and 8; apply: auto is step here, and every position's server lets the fast
+# replica run exactly 1 step ahead.
+TRIAX_STALL=step:0.3:1 run stale 12 "${common[@]}" "${sp[@]}" "${ps[@]}" \
+  --set parameter_server.staleness=1
+grep -q "asynchronous (staleness 1, apply step)" "$WORK/stale.log" ||
+  { grep -h "parameter servers" "$WORK/stale.log" | head -1; echo "FAIL: auto is not step"; exit 1; }
+grep -q "done: 8 steps" "$WORK/stale.log" || { echo "FAIL: the asynchronous run did not finish"; exit 1; }
+leads=$(sed -nE 's/.*the furthest a worker ran ahead of the slowest: ([0-9]+) step.*/\1/p' \
+  "$WORK/stale.log" | sort -u | tr '\n' ' ')
+[ "$leads" = "1 " ] || { echo "FAIL: furthest leads '$leads', staleness 1"; exit 1; }
+echo "ok: asynchronous at tp 2 x pp 2 (apply auto = step): every position's fast replica ran 1 step ahead, no further"
 
 run ddp_from_ps 8 "${common[@]}" "${sp[@]}" --resume "$WORK/sp_dedicated/checkpoints/step_00000004"
 grep -h "resumed from" "$WORK/ddp_from_ps.log" | head -1

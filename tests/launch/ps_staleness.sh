@@ -26,15 +26,16 @@ for case in 1:auto:true 2:auto:true 1:step:false; do
   TRIAX_STALL=step:0.3:1 timeout 300 "$MPIEXEC" -n 3 "$TRIAX" train "$CONFIG" "$@" "${common[@]}" \
     --set parameter_server.staleness="$s" --set parameter_server.apply="$apply" \
     --set parameter_server.look_ahead="$look" \
-    --set run.dir="$WORK/s$s" >"$WORK/s$s.log" 2>&1 ||
-    { tail -30 "$WORK/s$s.log"; echo "FAIL: staleness $s"; exit 1; }
-  grep -h "asynchronous" "$WORK/s$s.log" | head -1
+    --set run.dir="$WORK/s${s}_$apply" >"$WORK/s${s}_$apply.log" 2>&1 ||
+    { tail -30 "$WORK/s${s}_$apply.log"; echo "FAIL: staleness $s"; exit 1; }
+  log=$WORK/s${s}_$apply.log
+  grep -h "asynchronous" "$log" | head -1
   lead=$(sed -nE 's/.*the furthest a worker ran ahead of the slowest: ([0-9]+) step.*/\1/p' \
-    "$WORK/s$s.log")
+    "$log")
   [ "$lead" = "$s" ] ||
-    { grep -E "furthest|done:" "$WORK/s$s.log"; echo "FAIL: furthest lead '$lead', staleness $s"; exit 1; }
-  grep -q "done: 24 steps" "$WORK/s$s.log" || { echo "FAIL: staleness $s did not finish"; exit 1; }
-  [ -f "$WORK/s$s/checkpoints/step_00000024/manifest.yaml" ] ||
+    { grep -E "furthest|done:" "$log"; echo "FAIL: furthest lead '$lead', staleness $s"; exit 1; }
+  grep -q "done: 24 steps" "$log" || { echo "FAIL: staleness $s did not finish"; exit 1; }
+  [ -f "$WORK/s${s}_$apply/checkpoints/step_00000024/manifest.yaml" ] ||
     { echo "FAIL: no checkpoint of step 24"; exit 1; }
   echo "ok: staleness $s, apply $apply: the fast worker ran $lead step(s) ahead of the slow one, no further"
 done
@@ -49,6 +50,12 @@ for s in 0 1; do
     { tail -30 "$WORK/same$s.log"; echo "FAIL: apply step, staleness $s"; exit 1; }
 done
 /usr/bin/python3 "$(dirname "$0")/compare_losses.py" "$WORK/same1" "$WORK/same0" 0
+/usr/bin/python3 - "$WORK/same1/metrics.jsonl" "$WORK/same0/metrics.jsonl" <<'PY'
+import json, sys
+val = [[r["val_loss"] for r in map(json.loads, filter(str.strip, open(p))) if "val_loss" in r]
+       for p in sys.argv[1:]]
+assert val[0] and val[0] == val[1], f"held-out loss {val[0]} vs {val[1]}"
+PY
 for f in "$WORK/same0/checkpoints/step_00000012"/*.safetensors; do
   cmp -s "$f" "$WORK/same1/checkpoints/step_00000012/$(basename "$f")" ||
     { echo "FAIL: apply step's $(basename "$f") differs from the synchronous servers'"; exit 1; }

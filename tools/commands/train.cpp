@@ -44,7 +44,7 @@ std::string servers_line(const Config& config, const std::optional<ServerTopolog
                                   : str(" (dp ranks 0..", ps.servers - 1, " serve too)"),
              ps.staleness == 0 ? std::string(", synchronous")
                                : str(", asynchronous (staleness ", ps.staleness, ", apply ",
-                                     applies_each_push(ps) ? "push" : "step", ")"),
+                                     applies_each_push(config) ? "push" : "step", ")"),
              "; ", servers->workers(), " workers per position push to them");
 }
 
@@ -122,8 +122,7 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     std::optional<ParameterServer> colocated;
     if (servers) {
       client.emplace(*servers);
-      client->set_asynchronous(config.parameter_server.staleness > 0,
-                               applies_each_push(config.parameter_server));
+      client->set_asynchronous(config.parameter_server.staleness > 0, applies_each_push(config));
       if (servers->serves()) {
         colocated.emplace(config.train, *servers);
         client->set_local_server([&] { colocated->serve_round(); });
