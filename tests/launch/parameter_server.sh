@@ -23,31 +23,7 @@ common=(--set parallel.tensor=1 --set parallel.pipeline=1 --set train.steps=50
   --set train.eval_batches=2 --set sample.tokens=0 --set checkpoint.every=25
   --set checkpoint.keep=0 --set train.numerics=layout_invariant --set comm.timeout_s=120)
 ps=(--set ddp.mode=parameter_server)
-# NAME RANKS [--set ...]: one run into $WORK/NAME.
-run() {
-  local name=$1 ranks=$2
-  shift 2
-  timeout 300 "$MPIEXEC" -n "$ranks" "$TRIAX" train "${RUN_CONFIG:-$CONFIG}" "${extra[@]}" "$@" \
-    --set run.dir="$WORK/$name" \
-    >"$WORK/$name.log" 2>&1 || { tail -30 "$WORK/$name.log"; echo "FAIL: $name"; exit 1; }
-}
-# NAME REFERENCE STEP: NAME's checkpoint of STEP is REFERENCE's, byte for byte.
-same_checkpoint() {
-  local dir
-  dir=checkpoints/$(printf 'step_%08d' "$3")
-  for f in "$WORK/$2/$dir"/*.safetensors; do
-    cmp -s "$f" "$WORK/$1/$dir/$(basename "$f")" ||
-      { echo "FAIL: $1's $(basename "$f") of step $3 differs from $2's"; exit 1; }
-  done
-}
-same_val() {
-  /usr/bin/python3 - "$WORK/$1/metrics.jsonl" "$WORK/$2/metrics.jsonl" <<'PY'
-import json, sys
-val = [[r["val_loss"] for r in map(json.loads, filter(str.strip, open(p))) if "val_loss" in r]
-       for p in sys.argv[1:]]
-assert val[0] and val[0] == val[1], f"held-out loss {val[0]} vs {val[1]}"
-PY
-}
+. "$(dirname "$0")/ps_checks.sh"
 
 run ddp 2 "${common[@]}"
 for case in "dedicated_w2_k1 3 dedicated 1" "colocated_w2_k2 2 colocated 2" \

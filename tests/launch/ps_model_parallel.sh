@@ -26,33 +26,16 @@ common=(--set parallel.tensor=2 --set parallel.pipeline=2 --set train.steps=8
   --set checkpoint.keep=0 --set train.numerics=layout_invariant --set comm.timeout_s=120)
 ps=(--set ddp.mode=parameter_server)
 sp=(--set parallel.sequence=true)
-# NAME RANKS [--set ...]: one run into $WORK/NAME.
-run() {
-  local name=$1 ranks=$2
-  shift 2
-  timeout 300 "$MPIEXEC" -n "$ranks" "$TRIAX" train "$CONFIG" "${extra[@]}" "$@" \
-    --set run.dir="$WORK/$name" \
-    >"$WORK/$name.log" 2>&1 || { tail -30 "$WORK/$name.log"; echo "FAIL: $name"; exit 1; }
-}
-# NAME REFERENCE: NAME's losses, held-out loss and checkpoints of steps 4 and 8 are REFERENCE's.
+. "$(dirname "$0")/ps_checks.sh"
+# NAME REFERENCE: NAME's losses, held-out loss and checkpoints of steps 4 and 8 (all four
+# positions' files) are REFERENCE's.
 same_run() {
-  local step dir files=0
   /usr/bin/python3 "$here/compare_losses.py" "$WORK/$1" "$WORK/$2" 0
-  /usr/bin/python3 - "$WORK/$1/metrics.jsonl" "$WORK/$2/metrics.jsonl" <<'PY'
-import json, sys
-val = [[r["val_loss"] for r in map(json.loads, filter(str.strip, open(p))) if "val_loss" in r]
-       for p in sys.argv[1:]]
-assert val[0] and val[0] == val[1], f"held-out loss {val[0]} vs {val[1]}"
-PY
-  for step in 4 8; do
-    dir=checkpoints/$(printf 'step_%08d' "$step")
-    for f in "$WORK/$2/$dir"/*.safetensors; do
-      cmp -s "$f" "$WORK/$1/$dir/$(basename "$f")" ||
-        { echo "FAIL: $1's $(basename "$f") of step $step differs from $2's"; exit 1; }
-      files=$((files + 1))
-    done
-  done
-  [ "$files" = 8 ] || { echo "FAIL: $files checkpoint files, expected 4 positions x 2 steps"; exit 1; }
+  same_val "$1" "$2"
+  same_checkpoint "$1" "$2" 4
+  same_checkpoint "$1" "$2" 8
+  [ "$(ls "$WORK/$1/checkpoints/step_00000008"/*.safetensors | wc -l)" = 4 ] ||
+    { echo "FAIL: $1 does not have 4 positions' checkpoint files"; exit 1; }
 }
 
 run ddp 8 "${common[@]}"
