@@ -50,7 +50,9 @@ struct Peer {
   Clock::time_point heard = Clock::now();
   int64_t step = 0;
   std::string action = "nothing recorded";
-  bool gone = false;  // said goodbye
+  bool gone = false;      // said goodbye, or dropped
+  long pgid = 0;          // its process group (a dropped rank's held process is ended by it)
+  bool finished = false;  // rank 0: it waits in finish_together
 };
 
 std::string flat(std::string text) {
@@ -77,6 +79,14 @@ HeartbeatMessage parse_heartbeat_line(const std::string& line) {
     for (const std::string& r : split(parts[1], ',')) m.ranks.push_back(std::atoi(r.c_str()));
     m.silent = parts[2] == "1";
     m.text = line.substr(parts[0].size() + parts[1].size() + parts[2].size() + 3);
+  } else if (line[0] == 'D' && parts.size() >= 5 && parts[0] == "D") {
+    m.kind = 'D';
+    for (const std::string& r : split(parts[1], ',')) m.ranks.push_back(std::atoi(r.c_str()));
+    m.silent = parts[2] == "1";
+    for (const std::string& g : split(parts[3], ',')) m.pgids.push_back(std::atol(g.c_str()));
+    m.text = line.substr(parts[0].size() + parts[1].size() + parts[2].size() + parts[3].size() + 4);
+  } else if (line == "F" || line == "G") {
+    m.kind = line[0];
   }
   return m;
 }
@@ -88,6 +98,14 @@ struct Heartbeat::State {
   int rank = 0;
   double lost_after_s = 0;
   RankTable table;
+  std::vector<int> droppable;
+  // The dropped ranks and their process groups (drop_mutex); finish_together's state.
+  std::mutex drop_mutex;
+  std::vector<int> dropped;
+  std::vector<long> dropped_pgids;
+  std::vector<bool> dropped_silent;
+  std::atomic<bool> finishing{false};  // rank 0: finish_together waits
+  std::atomic<bool> go{false};         // every survivor has finished
 
   std::string describe(int r) const {
     const RankEntry* entry = nullptr;
@@ -104,16 +122,28 @@ struct Heartbeat::State {
     return str("; its last beat: step ", peer.step, ", ", peer.action);
   }
   // The survivor on `host` that kills a silent lost rank there (one, so it is said once).
+  // (Another rank dropped before is no killer: read by the watcher thread, which alone writes
+  // `dropped`, or under drop_mutex.)
   bool is_killer(int lost, const std::string& host) const {
     for (const RankEntry& e : table) {
-      if (e.rank != lost && e.host == host) return e.rank == rank;
+      if (e.rank != lost && e.host == host &&
+          std::find(dropped.begin(), dropped.end(), e.rank) == dropped.end()) {
+        return e.rank == rank;
+      }
+    }
+    return false;
+  }
+
+  bool on_my_host(const std::string& host) const {
+    for (const RankEntry& e : table) {
+      if (e.rank == rank) return e.host == host;
     }
     return false;
   }
 
   // A silent lost rank on this host is SIGKILLed by one survivor there (a stopped process
   // ignores the launcher's SIGTERM and would hold the job).
-  void kill_if_mine(int lost, bool silent) {
+  void kill_if_mine(int lost, bool silent, const char* why = "so that the job ends") {
     if (!silent) return;
     const RankEntry* self = nullptr;
     for (const RankEntry& e : table) {
@@ -123,7 +153,7 @@ struct Heartbeat::State {
       if (e.rank == lost && self != nullptr && e.host == self->host && e.pid > 0 &&
           is_killer(lost, e.host) && ::kill(static_cast<pid_t>(e.pid), SIGKILL) == 0) {
         log::error(str("heartbeat: killed rank ", lost, " (pid ", e.pid,
-                       ", stopped or frozen on this host) so that the job ends"));
+                       ", stopped or frozen on this host) ", why));
       }
     }
   }
@@ -238,6 +268,66 @@ struct Heartbeat::State {
     end_process(ranks, silent, message, true);
   }
 
+  bool droppable_all(const std::vector<Peer*>& lost) const {
+    return std::all_of(lost.begin(), lost.end(), [&](const Peer* p) {
+      return std::find(droppable.begin(), droppable.end(), p->rank) != droppable.end();
+    });
+  }
+
+  // Records dropped ranks; a silent one on this host is killed now (it must not wake up and
+  // push), its held process group at finish_together.
+  void record_dropped(const std::vector<int>& ranks, const std::vector<long>& pgids, bool silent) {
+    {
+      std::lock_guard<std::mutex> lock(drop_mutex);
+      for (size_t k = 0; k < ranks.size(); ++k) {
+        dropped.push_back(ranks[k]);
+        dropped_pgids.push_back(k < pgids.size() ? pgids[k] : 0);
+        dropped_silent.push_back(silent);
+      }
+    }
+    for (int r : ranks) kill_if_mine(r, silent, "so that it cannot come back");
+  }
+
+  // Rank 0: ranks the job goes on without were lost. Name them, tell the others, go on.
+  void declare_dropped(const std::vector<Peer*>& lost, bool silent, const std::string& why) {
+    std::vector<int> ranks;
+    std::vector<long> pgids;
+    std::vector<std::string> names, groups;
+    for (Peer* p : lost) {
+      ranks.push_back(p->rank);
+      pgids.push_back(p->pgid);
+      names.push_back(std::to_string(p->rank));
+      groups.push_back(std::to_string(p->pgid));
+      p->gone = true;
+    }
+    const std::string message = str(describe_all(ranks), why, last_beat(*lost.front()),
+                                    "; the job goes on without it (a dropped worker)");
+    log::warn(str("heartbeat: ", message));
+    {
+      std::lock_guard<std::mutex> lock(send_mutex);
+      for (Peer& p : peers) {
+        if (!p.gone) {
+          send_line(p.fd, str("D ", join(names, ","), " ", silent ? 1 : 0, " ", join(groups, ","),
+                              " ", flat(message)));
+        }
+      }
+    }
+    record_dropped(ranks, pgids, silent);
+  }
+
+  // Rank 0 in finish_together: once every rank still here has finished too, all go.
+  void release_if_all_finished() {
+    if (rank != 0 || !finishing || go) return;
+    for (const Peer& p : peers) {
+      if (!p.gone && !p.finished) return;
+    }
+    std::lock_guard<std::mutex> lock(send_mutex);
+    for (Peer& p : peers) {
+      if (!p.gone) send_line(p.fd, "G");
+    }
+    go = true;
+  }
+
   // Reads a peer's lines; false when its connection closed.
   bool hear(Peer& p) {
     std::vector<std::string> lines;
@@ -261,6 +351,12 @@ struct Heartbeat::State {
         ::shutdown(p.fd, SHUT_WR);
       } else if (m.kind == 'L' && rank != 0) {
         end_process(m.ranks, m.silent, m.text);
+      } else if (m.kind == 'D' && rank != 0) {
+        record_dropped(m.ranks, m.pgids, m.silent);
+      } else if (m.kind == 'F' && rank == 0) {
+        p.finished = true;
+      } else if (m.kind == 'G' && rank != 0) {
+        go = true;
       }
     }
     return open;
@@ -309,7 +405,11 @@ struct Heartbeat::State {
           if (!open && !p.gone) ended.push_back(&p);
         }
         std::sort(ended.begin(), ended.end(), [](Peer* a, Peer* b) { return a->rank < b->rank; });
-        declare_lost(ended, false, closed);
+        if (droppable_all(ended)) {
+          declare_dropped(ended, false, closed);
+        } else {
+          declare_lost(ended, false, closed);
+        }
       }
       if (!silent.empty()) {
         const std::string why =
@@ -317,8 +417,13 @@ struct Heartbeat::State {
                 " s (comm.heartbeat_s = ", one_decimal(lost_after_s),
                 "): the process is stopped or frozen, or its node is unreachable");
         if (rank != 0) end_process({0}, true, str(describe_all({0}), why));
-        declare_lost(silent, true, why);
+        if (droppable_all(silent)) {
+          declare_dropped(silent, true, why);
+        } else {
+          declare_lost(silent, true, why);
+        }
       }
+      release_if_all_finished();
     }
   }
 };
@@ -330,7 +435,8 @@ std::weak_ptr<Heartbeat::State> g_current;
 
 namespace {
 
-// Rank 0: every other rank connects to `listener` and says who it is ("H RANK"); their peers.
+// Rank 0: every other rank connects to `listener` and says who it is ("H RANK PGID"); their
+// peers.
 std::vector<Peer> accept_peers(int listener, int port, int others) {
   std::vector<Peer> peers;
   const Clock::time_point start = Clock::now();
@@ -348,7 +454,7 @@ std::vector<Peer> accept_peers(int listener, int port, int others) {
     if (fd < 0) continue;
     Peer peer;
     peer.fd = fd;
-    // The hello: "H RANK".
+    // The hello: "H RANK PGID".
     const Clock::time_point hello = Clock::now();
     std::vector<std::string> lines;
     while (lines.empty() && since(hello) < 10) {
@@ -361,6 +467,8 @@ std::vector<Peer> accept_peers(int listener, int port, int others) {
       continue;
     }
     peer.rank = std::atoi(lines[0].c_str() + 2);
+    const std::vector<std::string> hello_parts = split(lines[0], ' ');
+    if (hello_parts.size() > 2) peer.pgid = std::atol(hello_parts[2].c_str());
     peer.heard = Clock::now();
     peers.push_back(std::move(peer));
   }
@@ -386,18 +494,20 @@ Peer connect_to_rank0(int rank, int port, const std::vector<std::string>& addres
   Peer peer;
   peer.fd = fd;
   peer.rank = 0;
-  send_line(fd, str("H ", rank));
+  send_line(fd, str("H ", rank, " ", static_cast<long>(::getpgrp())));
   return peer;
 }
 
 }  // namespace
 
-Heartbeat::Heartbeat(Communicator& world, const RankTable& table, double lost_after_s) {
+Heartbeat::Heartbeat(Communicator& world, const RankTable& table, double lost_after_s,
+                     std::vector<int> droppable) {
   if (lost_after_s <= 0 || world.size() < 2) return;
   auto state = std::make_shared<State>();
   state->rank = world.rank();
   state->lost_after_s = lost_after_s;
   state->table = table;
+  state->droppable = std::move(droppable);
   // Rank 0 listens and offers its port and addresses to every rank.
   int port = 0;
   int listener = -1;
@@ -434,6 +544,50 @@ void Heartbeat::stop() {
   end(true);
 }
 
+std::vector<long> Heartbeat::finish_together(double timeout_s) {
+  if (!state_) return {};
+  State& s = *state_;
+  if (s.rank == 0) {
+    s.finishing = true;
+  } else {
+    std::lock_guard<std::mutex> lock(s.send_mutex);
+    for (Peer& p : s.peers) send_line(p.fd, "F");
+  }
+  const Clock::time_point start = Clock::now();
+  while (!s.go && since(start) < timeout_s) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!s.go) {
+    log::warn(str("heartbeat: the other ranks did not all finish within ", one_decimal(timeout_s),
+                  " s; this rank ends anyway"));
+  }
+  // The dropped ranks' held processes on this host (one survivor ends each): their supervisors
+  // kept the launcher from seeing them end while the others trained.
+  std::vector<long> targets;
+  std::lock_guard<std::mutex> lock(s.drop_mutex);
+  for (size_t k = 0; k < s.dropped.size(); ++k) {
+    const int r = s.dropped[k];
+    const long group = s.dropped_pgids[k];
+    for (const RankEntry& e : s.table) {
+      if (e.rank != r || !s.is_killer(r, e.host) || !s.on_my_host(e.host)) continue;
+      // Its own process group (hydra starts each rank in one); never ours.
+      if (group > 0 && group != static_cast<long>(::getpgrp())) {
+        targets.push_back(-group);
+      } else if (e.pid > 0) {
+        targets.push_back(e.pid);
+      }
+    }
+  }
+  return targets;
+}
+
+void end_held_processes(const std::vector<long>& targets) {
+  if (targets.empty()) return;
+  // The other survivors end first (the launcher may end the job once a held process ends).
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (long t : targets) ::kill(static_cast<pid_t>(t), SIGKILL);
+}
+
 void Heartbeat::end(bool linger) {
   if (!state_) return;
   state_->goodbye();
@@ -452,6 +606,19 @@ Heartbeat::~Heartbeat() {
   // Unwinding to the failure path: say goodbye, and wait for the peers only briefly (a stopped
   // one would hold the error's report back).
   end(false);
+}
+
+std::vector<int> heartbeat_dropped_ranks() {
+  std::shared_ptr<Heartbeat::State> state;
+  {
+    std::lock_guard<std::mutex> lock(g_current_mutex);
+    state = g_current.lock();
+  }
+  if (!state) return {};
+  std::lock_guard<std::mutex> lock(state->drop_mutex);
+  std::vector<int> ranks = state->dropped;
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
 }
 
 void heartbeat_goodbye() {

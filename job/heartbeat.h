@@ -16,7 +16,13 @@
 //   - a rank that hears nothing from the watcher for comm.heartbeat_s, or loses its connection
 //     without a goodbye, names rank 0 the same way;
 //   - a rank ending on purpose (finished, or reporting its own error) says goodbye first
-//     (Heartbeat::stop), so it is never reported lost.
+//     (Heartbeat::stop), so it is never reported lost;
+//   - a rank the job can go on without (`droppable`: an asynchronous parameter server's worker,
+//     docs/parameter_server.md) is dropped instead: the watcher names it the same way, tells the
+//     others ("D"), and everyone goes on (heartbeat_dropped_ranks). Its process is held until the
+//     survivors have finished (finish_together), then ended: until then the launcher must not see
+//     it end (hydra and srun end the job when a process does; the supervisor holds a killed rank,
+//     tools/rank_supervisor.cpp).
 // Bound: a stopped rank is named within heartbeat_s + 1.5 s, and every survivor has ended
 // within about 1 s more; a dead one at once. A live rank that makes no progress (a deadlock) is
 // still comm.timeout_s's to catch.
@@ -38,10 +44,13 @@ namespace triax {
 ///   goodbye  "X"                  (ending on purpose; either way)
 ///   lost     "L R1,R2 SILENT TEXT" (watcher -> ranks: these are lost; SILENT 1 = stopped or
 ///            cut off, else ended)
+///   dropped  "D R1,R2 SILENT TEXT" (watcher -> ranks: these are lost, and the job goes on)
+///   finished "F" (rank -> watcher: done, waiting for the others: finish_together); "G": all are
 struct HeartbeatMessage {
-  char kind = 0;  ///< 'B', 'X', 'L'; 0 for a malformed line
+  char kind = 0;  ///< 'B', 'X', 'L', 'D', 'F', 'G'; 0 for a malformed line
   int64_t step = 0;
   std::vector<int> ranks;  ///< the lost ranks
+  std::vector<long> pgids;  ///< a drop: their process groups
   bool silent = false;
   std::string text;  ///< the beat's last action, or the lost rank's description
 };
@@ -52,7 +61,9 @@ class Heartbeat {
   /// Starts the heartbeat of this rank (a collective over `world`: rank 0's address reaches the
   /// others, which connect). `lost_after_s` <= 0: none. Throws Error when a rank cannot reach
   /// rank 0's watcher (naming the addresses tried, and comm.heartbeat_s: 0 to go without).
-  Heartbeat(Communicator& world, const RankTable& table, double lost_after_s);
+  /// `droppable`: the ranks whose loss the job survives (see above); none by default.
+  Heartbeat(Communicator& world, const RankTable& table, double lost_after_s,
+            std::vector<int> droppable = {});
   ~Heartbeat();
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;
@@ -60,6 +71,11 @@ class Heartbeat {
   /// Says goodbye, stops the thread and waits (up to 2 s) until the peers have closed too: this
   /// rank ends on purpose. (The destructor waits up to 0.5 s.)
   void stop();
+  /// Where ranks may be dropped, instead of a final barrier: waits (up to `timeout_s`) until
+  /// every rank still here has called this too. Returns the held processes of dropped ranks this
+  /// rank ends once its own work is over (end_held_processes): the launcher may end the job as
+  /// soon as one ends.
+  std::vector<long> finish_together(double timeout_s);
 
   struct State;  ///< the thread's (job/heartbeat.cpp)
 
@@ -72,5 +88,9 @@ class Heartbeat {
 
 /// The heartbeat of this process, if one runs (for the failure path's goodbye).
 void heartbeat_goodbye();
+/// The ranks the heartbeat of this process dropped so far, ascending (empty without one).
+std::vector<int> heartbeat_dropped_ranks();
+/// SIGKILLs what finish_together returned (process groups as negative ids, as kill() takes them).
+void end_held_processes(const std::vector<long>& targets);
 
 }  // namespace triax

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "parallel/comm/gather_text.h"
 #include "parallel/comm/hierarchical_communicator.h"
+#include "parallel/comm/mpi_communicator.h"
 
 namespace triax {
 namespace {
@@ -63,6 +64,36 @@ ParallelContext::ParallelContext(std::shared_ptr<Communicator> world, ParallelLa
               "sub-communicator ranks disagree with the layout");
   nodes_ = NodeTopology(all_gather_text(*world_, node_key));
   build_dp_gradients();
+  live_ranks_ = everyone;
+}
+
+void ParallelContext::drop_data_ranks(const std::vector<int>& dropped) {
+  TRIAX_CHECK(tp_size() == 1 && pp_size() == 1 && cp_size() == 1,
+              "dropping a worker needs parallel.tensor = pipeline = context = 1 (a worker is then "
+              "one rank)");
+  // Launch ranks = dp ranks here; every survivor passes the same list (server 0's, at a meeting).
+  std::vector<int> members;   // the launch ranks left
+  std::vector<int> in_world;  // their ranks in the current world (the launch ranks left before)
+  for (size_t k = 0; k < live_ranks_.size(); ++k) {
+    if (std::find(dropped.begin(), dropped.end(), live_ranks_[k]) == dropped.end()) {
+      members.push_back(live_ranks_[k]);
+      in_world.push_back(static_cast<int>(k));
+    }
+  }
+  if (members.size() == live_ranks_.size()) return;  // nothing new
+  TRIAX_CHECK(std::find(members.begin(), members.end(), coord_.dp) != members.end(), "dp rank ",
+              coord_.dp, " was dropped but is still training");
+  // MPI_Comm_create_group: only the members take part (a dropped rank is gone). Tags apart per
+  // drop, so that two drops' creations never match each other.
+  const int tag = 2 * static_cast<int>(dropped.size());
+  world_ = std::shared_ptr<Communicator>(mpi_subgroup(*world_, in_world, tag));
+  world_->set_label("world", members);
+  std::vector<int> all(members.size());
+  for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
+  dp_ = mpi_subgroup(*world_, all, tag + 1);
+  dp_->set_label("dp", members);
+  dp_gradients_.reset();
+  live_ranks_ = members;
 }
 
 std::string ParallelContext::table() const {

@@ -13,6 +13,12 @@
 //     "rank 3 (pid 812 on n1) was killed by signal 9 (SIGKILL)", on the terminal, before the
 //     launcher ends the others; then it dies of the same signal, so the launcher reports what
 //     it always did.
+//   - Holding a dropped worker. An asynchronous parameter server's job goes on without a lost
+//     worker (docs/parameter_server.md), but hydra and srun end the whole job as soon as a
+//     process ends. So triax-core asks its supervisor to hold (kHoldSignal, with the pid it
+//     finds in TRIAX_SUPERVISOR): once triax-core is killed, the supervisor says so and waits,
+//     keeping the launcher's view unchanged, until a survivor ends it when all have finished
+//     (job/heartbeat.h, finish_together).
 // triax-core dies with the supervisor (PR_SET_PDEATHSIG): a launcher that SIGKILLs the job
 // leaves nothing behind. Exit codes pass through unchanged.
 #include <signal.h>
@@ -28,9 +34,16 @@
 #include <cstring>
 #include <string>
 
+#include "job/supervisor_hold.h"
+
 namespace {
 
 volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_hold = 0;
+
+extern "C" void hold(int) {
+  g_hold = 1;
+}
 
 // The signals a launcher or a user sends to end or ask a rank something; forwarded.
 const int kForwarded[] = {SIGTERM, SIGUSR1, SIGUSR2, SIGINT, SIGHUP, SIGQUIT};
@@ -116,6 +129,7 @@ int main(int argc, char** argv) {
   if (child == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);  // the supervisor died before prctl
+    ::setenv("TRIAX_SUPERVISOR", std::to_string(parent).c_str(), 1);
     argv[0] = const_cast<char*>("triax");
     ::execv(core.c_str(), argv);
     std::fprintf(stderr, "triax: cannot run %s: %s\n", core.c_str(), std::strerror(errno));
@@ -127,6 +141,11 @@ int main(int argc, char** argv) {
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
   for (int s : kForwarded) ::sigaction(s, &action, nullptr);
+  struct sigaction holding {};
+  holding.sa_handler = hold;
+  sigemptyset(&holding.sa_mask);
+  holding.sa_flags = SA_RESTART;
+  ::sigaction(triax::hold_signal(), &holding, nullptr);
   sigprocmask(SIG_UNBLOCK, &stops, nullptr);
 
   int status = 0;
@@ -145,6 +164,15 @@ int main(int argc, char** argv) {
                who.c_str(), who.c_str(), static_cast<int>(child), host, signal, signal_text(signal),
                static_cast<int>(::getpid()));
   std::fflush(stderr);
+  if (g_hold) {
+    // A dropped worker: the others go on; one of them ends this process when all have finished.
+    std::fprintf(stderr,
+                 "[%s] note: its supervisor (pid %d) holds on until the other ranks have finished "
+                 "(an asynchronous parameter server's job goes on without a lost worker)\n",
+                 who.c_str(), static_cast<int>(::getpid()));
+    std::fflush(stderr);
+    for (;;) ::pause();
+  }
   // A rank often dies because another one did (MPI aborts on a vanished peer): a moment for the
   // other supervisors to say theirs before the launcher, seeing this one end, ends them all.
   ::usleep(300 * 1000);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "core/flight_recorder.h"
 #include "core/log.h"
 #include "core/strings.h"
+#include "job/heartbeat.h"
 #include "parallel/comm/tree_all_reduce.h"
 #include "parallel/grad_sums.h"
 #include "train/optim/replicated_optimizer.h"
@@ -78,7 +80,8 @@ bool ParameterServer::collective(const ps::Order& order) {
   throw Error(str("parameter server: unknown order ", static_cast<int64_t>(order.command)));
 }
 
-void ParameterServer::serve_asynchronously(int64_t staleness, bool per_push, bool look_ahead) {
+void ParameterServer::serve_asynchronously(int64_t staleness, bool per_push, bool look_ahead,
+                                           double heartbeat_s) {
   per_push_ = per_push;
   look_ahead_ = look_ahead;
   int64_t updates = 0;  // apply: step — the steps updated
@@ -93,13 +96,17 @@ void ParameterServer::serve_asynchronously(int64_t staleness, bool per_push, boo
     torch::Tensor norm = torch::empty({1}, torch::kDouble);
     int64_t applied = 0;   // its steps applied (apply: step — received)
     bool waiting = false;  // applied, not yet answered
+    bool dropped = false;  // lost (the heartbeat's verdict): the others go on without it
   };
   std::vector<Worker> ws(static_cast<size_t>(workers));
+  const auto live = [&] {
+    return static_cast<int>(
+        std::count_if(ws.begin(), ws.end(), [](const Worker& x) { return !x.dropped; }));
+  };
   // apply: step — each step's pushes by worker until every worker's has come (a worker runs at
   // most S steps ahead, so at most S + 1 steps are here), and the step's learning rate.
   struct Pending {
     std::vector<std::vector<torch::Tensor>> parts;  // [worker][buffer]; empty: not yet
-    int arrived = 0;
     double lr = 0;
   };
   std::map<int64_t, Pending> pending;
@@ -107,61 +114,112 @@ void ParameterServer::serve_asynchronously(int64_t staleness, bool per_push, boo
     Worker& x = ws[static_cast<size_t>(w)];
     x.order_work = bridge_.irecv(x.order_buffer, w, ps::kOrderTag);
   };
+  // Workers the heartbeat dropped (dedicated servers, tp = pp = 1: world rank = worker index).
+  const auto drop = [&](int w) {
+    Worker& x = ws[static_cast<size_t>(w)];
+    if (x.dropped) return;
+    x.dropped = true;
+    // Its receives never complete (the works keep their buffers alive).
+    if (x.order_work) ps::abandon(std::move(x.order_work));
+    for (WorkPtr& r : x.receiving) ps::abandon(std::move(r));
+    x.receiving.clear();
+    x.parts.clear();
+    x.step.reset();
+    x.held.reset();
+    x.waiting = false;
+    out_.forget(w);
+    std::fprintf(stderr, "%s parameter server %d: worker %d dropped (lost); %d worker(s) go on\n",
+                 topology_.prefix().c_str(), topology_.server_index(), w, live());
+  };
+  const auto take_drops = [&] {
+    for (int r : heartbeat_dropped_ranks()) {
+      if (r >= 0 && r < workers) drop(r);
+    }
+  };
+  // An MPI error on a worker's message: a lost worker (its transport saw it first), once the
+  // heartbeat says so; anything else stands.
+  const auto failed = [&](int w, const std::exception& e) {
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+           heartbeat_s + 3) {
+      take_drops();
+      if (ws[static_cast<size_t>(w)].dropped) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    throw Error(str("parameter server ", topology_.server_index(), ": worker ", w, ": ", e.what()));
+  };
   for (int w = 0; w < workers; ++w) post_order(w);
   int64_t furthest = 0;  // the most steps a worker went on ahead of the slowest
   for (;;) {
     bool progressed = false;
+    take_drops();
     for (int w = 0; w < workers; ++w) {
       Worker& x = ws[static_cast<size_t>(w)];
-      if (x.order_work && x.order_work->is_completed()) {
-        x.order_work = nullptr;
+      if (x.dropped) continue;
+      try {
+        if (x.order_work && x.order_work->is_completed()) {
+          x.order_work = nullptr;
+          progressed = true;
+          const ps::Order o = ps::decode_order(x.order_buffer);
+          if (o.command != ps::Command::kStep) {
+            x.held = o;  // its next order is posted once every worker's has come
+            continue;
+          }
+          TRIAX_CHECK(started_, "parameter server: a step before init");
+          x.step = o;
+          x.parts.clear();
+          x.receiving.clear();
+          for (const Buffer& b : buffers_) {
+            x.parts.push_back(torch::empty({b.numel}, torch::kFloat));
+            x.receiving.push_back(bridge_.irecv(x.parts.back(), w, ps::push_tag(b.id)));
+          }
+          if (per_push_) x.receiving.push_back(bridge_.irecv(x.norm, w, ps::kNormTag));
+          post_order(w);
+        }
+        if (x.step && !x.waiting &&
+            std::all_of(x.receiving.begin(), x.receiving.end(),
+                        [](const WorkPtr& r) { return r->is_completed(); })) {
+          if (per_push_) {
+            apply_one(x.parts, x.norm.item<double>(), x.step->lr / live());
+          } else {
+            Pending& p = pending[x.step->step];
+            p.parts.resize(static_cast<size_t>(workers));
+            p.parts[static_cast<size_t>(w)] = std::move(x.parts);
+            p.lr = x.step->lr;
+          }
+          ++x.applied;
+          x.waiting = true;
+          progressed = true;
+          x.parts.clear();
+          x.receiving.clear();
+        }
+      } catch (const Error& e) {
+        failed(w, e);
         progressed = true;
-        const ps::Order o = ps::decode_order(x.order_buffer);
-        if (o.command != ps::Command::kStep) {
-          x.held = o;  // its next order is posted once every worker's has come
-          continue;
-        }
-        TRIAX_CHECK(started_, "parameter server: a step before init");
-        x.step = o;
-        x.parts.clear();
-        x.receiving.clear();
-        for (const Buffer& b : buffers_) {
-          x.parts.push_back(torch::empty({b.numel}, torch::kFloat));
-          x.receiving.push_back(bridge_.irecv(x.parts.back(), w, ps::push_tag(b.id)));
-        }
-        if (per_push_) x.receiving.push_back(bridge_.irecv(x.norm, w, ps::kNormTag));
-        post_order(w);
-      }
-      if (x.step && !x.waiting &&
-          std::all_of(x.receiving.begin(), x.receiving.end(),
-                      [](const WorkPtr& r) { return r->is_completed(); })) {
-        if (per_push_) {
-          apply_one(x.parts, x.norm.item<double>(), x.step->lr / workers);
-        } else {
-          Pending& p = pending[x.step->step];
-          p.parts.resize(static_cast<size_t>(workers));
-          p.parts[static_cast<size_t>(w)] = std::move(x.parts);
-          p.lr = x.step->lr;
-          ++p.arrived;
-        }
-        ++x.applied;
-        x.waiting = true;
-        progressed = true;
-        x.parts.clear();
-        x.receiving.clear();
       }
     }
     // apply: step — every step all workers have pushed, in order: the synchronous update (sum in
     // worker order, the global norm over the server group: every server takes the same steps in
-    // the same order, so their norms meet).
-    while (!pending.empty() && pending.begin()->second.arrived == workers) {
+    // the same order, so their norms meet). A dropped worker's push counts if it came.
+    const auto complete = [&](const Pending& p) {
+      for (int w = 0; w < workers; ++w) {
+        if (!ws[static_cast<size_t>(w)].dropped && p.parts[static_cast<size_t>(w)].empty()) {
+          return false;
+        }
+      }
+      return true;
+    };
+    while (!pending.empty() && complete(pending.begin()->second)) {
       Pending& p = pending.begin()->second;
       std::vector<torch::Tensor> gradients;
       for (size_t b = 0; b < buffers_.size(); ++b) {
         std::vector<torch::Tensor> column;
-        for (auto& parts : p.parts) column.push_back(parts[b]);
+        for (auto& parts : p.parts) {
+          if (!parts.empty()) column.push_back(parts[b]);
+        }
+        const double count = static_cast<double>(column.size());
         gradients.push_back(tree_sum(column));
-        if (divisor_ * workers != 1) gradients.back().div_(divisor_ * workers);
+        if (divisor_ * count != 1) gradients.back().div_(divisor_ * count);
       }
       last_norm_ = update(gradients, p.lr);
       ++updates;
@@ -169,11 +227,13 @@ void ParameterServer::serve_asynchronously(int64_t staleness, bool per_push, boo
       progressed = true;
     }
     // Answer every applied worker the bound lets go on: the slowest has applied `slowest` steps.
-    int64_t slowest = ws.front().applied;
-    for (const Worker& x : ws) slowest = std::min(slowest, x.applied);
+    int64_t slowest = std::numeric_limits<int64_t>::max();
+    for (const Worker& x : ws) {
+      if (!x.dropped) slowest = std::min(slowest, x.applied);
+    }
     for (int w = 0; w < workers; ++w) {
       Worker& x = ws[static_cast<size_t>(w)];
-      if (!x.waiting) continue;
+      if (!x.waiting || x.dropped) continue;
       const int64_t done = x.step->step + 1;  // the step it pushed
       if (slowest < done - (x.step->meet ? 0 : staleness)) continue;
       furthest = std::max(furthest, done - slowest);
@@ -182,23 +242,39 @@ void ParameterServer::serve_asynchronously(int64_t staleness, bool per_push, boo
       // goes on from the weights themselves.
       double ahead = 0;
       if (look_ahead_ && !x.step->meet) {
-        ahead = per_push_ ? workers - 1 : static_cast<double>(x.applied - updates);
+        ahead = per_push_ ? live() - 1 : static_cast<double>(x.applied - updates);
       }
       answer({w}, ahead);
       if (!per_push_ && topology_.server_index() == 0) {  // the norm of the last update, to log
-        out_.add(bridge_.isend(torch::tensor({last_norm_}, torch::kDouble), w, ps::kNormTag));
+        out_.add(bridge_.isend(torch::tensor({last_norm_}, torch::kDouble), w, ps::kNormTag), w);
+      }
+      if (x.step->meet && topology_.server_index() == 0) {
+        // Who is left, for the meeting's collectives (every worker at it hears the same).
+        torch::Tensor members = torch::zeros({workers}, torch::kDouble);
+        for (int v = 0; v < workers; ++v) {
+          if (ws[static_cast<size_t>(v)].dropped) members[v] = 1;
+        }
+        out_.add(bridge_.isend(members, w, ps::kMembersTag), w);
       }
       x.waiting = false;
       x.step.reset();
       progressed = true;
     }
-    out_.reap();
+    try {
+      out_.reap();
+    } catch (const Error& e) {  // a send to a worker lost meanwhile: the heartbeat decides
+      take_drops();
+      if (live() == workers) throw;
+    }
     // An order every worker sends alike (they are all at it: no step is in flight).
-    if (std::all_of(ws.begin(), ws.end(), [](const Worker& x) { return x.held.has_value(); })) {
-      const ps::Order o = *ws.front().held;
+    if (live() > 0 && std::all_of(ws.begin(), ws.end(), [](const Worker& x) {
+          return x.dropped || x.held.has_value();
+        })) {
+      const ps::Order o =
+          *std::find_if(ws.begin(), ws.end(), [](const Worker& x) { return !x.dropped; })->held;
       for (const Worker& x : ws) {
-        TRIAX_CHECK(x.held->command == o.command, "parameter server ", topology_.server_index(),
-                    ": the workers sent different orders");
+        TRIAX_CHECK(x.dropped || x.held->command == o.command, "parameter server ",
+                    topology_.server_index(), ": the workers sent different orders");
       }
       if (o.command == ps::Command::kStop && started_) {
         // Dedicated servers do not log at info: the furthest lead goes to stderr for tests and
@@ -211,6 +287,7 @@ void ParameterServer::serve_asynchronously(int64_t staleness, bool per_push, boo
       }
       if (!collective(o)) return;
       for (int w = 0; w < workers; ++w) {
+        if (ws[static_cast<size_t>(w)].dropped) continue;
         ws[static_cast<size_t>(w)].held.reset();
         post_order(w);
       }
@@ -370,7 +447,7 @@ void ParameterServer::answer(const std::vector<int>& workers, double ahead) {
       flat.push_back(predict ? w + ahead * last_update_[k].reshape({-1}) : w);
     }
     const torch::Tensor weights = torch::cat(flat);  // once for every worker answered
-    for (int w : workers) out_.add(bridge_.isend(weights, w, ps::pull_tag(buffer.id)));
+    for (int w : workers) out_.add(bridge_.isend(weights, w, ps::pull_tag(buffer.id)), w);
   }
 }
 
@@ -407,7 +484,8 @@ void run_parameter_server(const Config& config, ServerTopology& topology) {
   ParameterServer server(config.train, topology);
   if (config.parameter_server.staleness > 0) {
     server.serve_asynchronously(config.parameter_server.staleness, applies_each_push(config),
-                                config.parameter_server.look_ahead);
+                                config.parameter_server.look_ahead,
+                                static_cast<double>(config.comm.heartbeat_s));
     return;
   }
   while (server.serve_round()) {

@@ -57,7 +57,10 @@ class ParameterServer {
   /// Asynchronous servers (staleness > 0): serves until the workers say stop.
   /// `per_push`: each worker's push applied alone (parameter_server.apply: push), else one update
   /// per step. `look_ahead`: parameter_server.look_ahead.
-  void serve_asynchronously(int64_t staleness, bool per_push, bool look_ahead);
+  /// A worker the heartbeat drops (job/heartbeat.h) is forgotten: the bound, the look-ahead and the
+  /// orders count the others; server 0 tells each meeting who is left (kMembersTag). An MPI
+  /// error on a worker's message waits `heartbeat_s` + 3 s for that verdict.
+  void serve_asynchronously(int64_t staleness, bool per_push, bool look_ahead, double heartbeat_s);
 
  private:
   struct Buffer {

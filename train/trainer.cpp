@@ -12,6 +12,7 @@
 #include "core/bf16_matmul.h"
 #include "core/error.h"
 #include "core/launch_env.h"
+#include "core/log.h"
 #include "core/mixed_precision.h"
 #include "data/distributed_sampler.h"
 #include "parallel/comm/tree_all_reduce.h"
@@ -328,7 +329,8 @@ EvalSum Trainer::evaluate_rows(const Batch& local, int microbatches) {
 }
 
 EvalMean Trainer::evaluation_mean(const std::vector<EvalSum>& parts, bool in_blocks) {
-  if (!(invariant() && in_blocks)) {
+  // After a worker was dropped, ranks hold unequal parts (its shares are scored by others).
+  if (!(invariant() && in_blocks && dropped_.empty())) {
     EvalSum sum;
     for (const EvalSum& part : parts) {
       sum.sum += part.sum;
@@ -440,6 +442,7 @@ double Trainer::step_local(const Batch& local) {
   grad_norm_ = optimizer_->step(config_.train.clip_grad);
   phases_.optimizer = seconds_since(t);
   t = Clock::now();
+  if (asynchronous() && meeting_) take_dropped_workers();
   if (asynchronous() && !meeting_) {
     // This worker's own micro-batches: the workers do not meet at this step.
     const std::vector<double>& mine = executor_->microbatch_losses();
@@ -459,6 +462,23 @@ double Trainer::step_local(const Batch& local) {
 void Trainer::set_meeting(bool meet) {
   meeting_ = meet;
   if (ServerClient* servers = context_.parameter_servers()) servers->set_meeting(meet);
+}
+
+void Trainer::take_dropped_workers() {
+  const std::vector<int>& dropped = context_.parameter_servers()->dropped_workers();
+  if (dropped.size() == dropped_.size()) return;
+  context_.drop_data_ranks(dropped);
+  dropped_ = dropped;
+  if (context_.rank() == 0) {
+    const int launched = context_.dp_size(), left = context_.dp().size();
+    std::vector<std::string> ranks;
+    for (int d : dropped) ranks.push_back(std::to_string(d));
+    log::warn(str("parameter servers: the worker(s) at dp rank(s) ", join(ranks, ","),
+                  " were dropped (lost: the heartbeat named them); training goes on with ", left,
+                  " of ", launched, " workers: each step now trains on ", left, "/", launched,
+                  " of train.global_batch (the dropped workers' shares are skipped), and "
+                  "evaluations score their held-out shares on the others"));
+  }
 }
 
 bool Trainer::asynchronous() const {
@@ -503,7 +523,8 @@ double Trainer::global_mean_loss() {
   // and one division.
   const std::vector<double>& mine = executor_->microbatch_losses();
   const int64_t m = static_cast<int64_t>(mine.size());
-  torch::Tensor all = torch::empty({m * context_.dp_size()}, torch::kDouble);
+  // dp().size(): the workers left, when asynchronous parameter servers dropped some.
+  torch::Tensor all = torch::empty({m * context_.dp().size()}, torch::kDouble);
   context_.dp().all_gather_async(all, torch::tensor(mine, torch::kDouble))->wait();
   const double* v = all.data_ptr<double>();
   return tree_sum_numbers(std::vector<double>(v, v + all.numel())) /

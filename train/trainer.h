@@ -99,6 +99,9 @@ class Trainer {
   void set_meeting(bool meet);
   /// Whether steps between meetings run without any collective among the workers.
   bool asynchronous() const;
+  /// Asynchronous parameter servers: the workers (dp ranks) dropped so far, as the last meeting
+  /// heard (the context's world and dp group are the others': ParallelContext::drop_data_ranks).
+  const std::vector<int>& dropped_workers() const { return dropped_; }
   /// Record each pipeline action's timing in the following steps (schedule.trace).
   void set_tracing(bool on) { executor_->set_tracing(on); }
   const std::vector<TraceEvent>& trace() const { return executor_->trace(); }
@@ -208,6 +211,9 @@ class Trainer {
   int64_t model_parameters_ = 0;
   double grad_norm_ = 0;
   bool meeting_ = true;
+  std::vector<int> dropped_;
+  /// At a meeting: the servers' list of dropped workers, taken into the context when it grew.
+  void take_dropped_workers();
   StepPhases phases_;
 };
 

@@ -442,8 +442,30 @@ Training::Evaluation Training::evaluate(Trainer& trainer, BatchSource& batches) 
     const EvalBatch batch = batches.eval_batch(k);
     parts.push_back(trainer.evaluate_rows(batch.batch, batch.microbatches));
   }
+  // A dropped worker's share of the held-out set: the survivor at its index (mod the survivors)
+  // among the dropped scores it, so every evaluation still covers the same samples.
+  const std::vector<int>& dropped = trainer.dropped_workers();
+  std::vector<int> survivors;
+  for (int d = 0; d < context_->dp_size(); ++d) {
+    if (std::find(dropped.begin(), dropped.end(), d) == dropped.end()) survivors.push_back(d);
+  }
+  for (size_t k = 0; k < dropped.size(); ++k) {
+    if (survivors[k % survivors.size()] != context_->dp_rank()) continue;
+    std::unique_ptr<BatchSource>& share = adopted_[dropped[k]];
+    if (!share) share = make_batch_source(*plan_, dropped[k]);
+    for (int64_t b = 0; b < share->eval_batches(); ++b) {
+      const EvalBatch batch = share->eval_batch(b);
+      parts.push_back(trainer.evaluate_rows(batch.batch, batch.microbatches));
+    }
+  }
   const EvalMean all = trainer.evaluation_mean(parts, batches.eval_in_blocks());
-  return Evaluation{all.mean, static_cast<int64_t>(std::llround(all.samples))};
+  const int64_t samples = static_cast<int64_t>(std::llround(all.samples));
+  if (!dropped.empty() && adopted_logged_ < dropped.size()) {
+    adopted_logged_ = dropped.size();
+    log::info(str("evaluation without the dropped worker(s): ", samples,
+                  " held-out samples scored (their shares by the others)"));
+  }
+  return Evaluation{all.mean, samples};
 }
 
 void Training::save(Trainer& trainer, BackgroundSave& saves, int64_t step, bool wait) {

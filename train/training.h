@@ -11,6 +11,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -100,6 +101,10 @@ class Training {
   std::vector<double> layer_norms_;      // freeze: each layer's gradient norm, summed since the
                                          // last decision
   std::unique_ptr<FilePrefixCache> prefix_cache_;  // AutoCache (the trainer points at it)
+  // Asynchronous parameter servers: the held-out shares of dropped workers this rank scores (by
+  // their dp rank), so that an evaluation still covers every sample.
+  std::map<int, std::unique_ptr<BatchSource>> adopted_;
+  size_t adopted_logged_ = 0;  // the drops the log has shown an evaluation after
   double cached_flops_per_unit_ = 0;               // FLOPs a row from it skips
 };
 

@@ -386,4 +386,20 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
   return std::make_unique<MpiCommunicator>(comm);
 }
 
+std::unique_ptr<Communicator> mpi_subgroup(Communicator& parent, const std::vector<int>& members,
+                                           int tag) {
+  auto* mpi = dynamic_cast<MpiCommunicator*>(&parent);
+  TRIAX_CHECK(mpi != nullptr, "a communicator of some of the ranks needs the MPI backend (got ",
+              parent.backend(), ")");
+  MPI_Group all = MPI_GROUP_NULL, some = MPI_GROUP_NULL;
+  TRIAX_MPI_CHECK(MPI_Comm_group(mpi->comm(), &all));
+  TRIAX_MPI_CHECK(
+      MPI_Group_incl(all, static_cast<int>(members.size()), members.data(), &some));
+  MPI_Comm comm = MPI_COMM_NULL;
+  TRIAX_MPI_CHECK(MPI_Comm_create_group(mpi->comm(), some, tag, &comm));
+  MPI_Group_free(&some);
+  MPI_Group_free(&all);
+  return std::make_unique<MpiCommunicator>(comm);
+}
+
 }  // namespace triax

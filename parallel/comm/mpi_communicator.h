@@ -14,6 +14,9 @@
 
 #include <mpi.h>
 
+#include <memory>
+#include <vector>
+
 #include "parallel/comm/communicator.h"
 
 namespace triax {
@@ -56,5 +59,11 @@ class MpiCommunicator : public Communicator {
   int rank_ = 0;
   int size_ = 1;
 };
+
+/// The ranks `members` (ascending, of `parent`, an MpiCommunicator) as a communicator of their
+/// own: collective over them alone (MPI_Comm_create_group), so ranks that are gone (a dropped
+/// worker) take no part. `tag` tells concurrent creations apart. Throws Error for another backend.
+std::unique_ptr<Communicator> mpi_subgroup(Communicator& parent, const std::vector<int>& members,
+                                           int tag);
 
 }  // namespace triax

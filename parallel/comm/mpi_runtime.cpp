@@ -98,6 +98,10 @@ MpiRuntime::~MpiRuntime() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!owns_ || finalized) return;
+  if (leave_) {
+    if (hydra_pmi_fd_ >= 0) pmi1_finalize(hydra_pmi_fd_, kPmiAckDeadline);
+    return;
+  }
   std::mutex mutex;
   std::condition_variable done_cv;
   bool done = false;

@@ -33,9 +33,13 @@ class MpiRuntime {
   /// Ends every process of the job at once (after an error on one rank, peers may be waiting
   /// in a collective that can never complete).
   [[noreturn]] static void abort(int code);
+  /// A rank of the job is gone (a dropped worker): MPI_Finalize would wait for it in its PMI
+  /// barrier forever. The destructor then only tells hydra this rank has finished.
+  void leave_without_finalize() { leave_ = true; }
 
  private:
   bool owns_ = false;
+  bool leave_ = false;
   int rank_ = 0;
   int size_ = 1;
   int hydra_pmi_fd_ = -1;  ///< hydra's PMI-1 socket (PMI_FD) when mpirun started us, else -1

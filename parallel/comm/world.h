@@ -34,6 +34,10 @@ class World {
   /// Ends every process of the job: MPI_Abort, or for tcp this process's immediate exit (its
   /// peers' pending operations then fail on the closed connections, and torchrun stops the rest).
   [[noreturn]] void abort(int code) const;
+  /// A rank of the job is gone for good (a dropped worker): end without MPI_Finalize (MpiRuntime).
+  void leave_without_finalize() {
+    if (mpi_) mpi_->leave_without_finalize();
+  }
 
  private:
   Backend backend_;

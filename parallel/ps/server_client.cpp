@@ -122,6 +122,11 @@ double ServerClient::pull() {
   if (!per_push_) {
     receiving.push_back(bridge_.irecv(norm, topology_.server_rank(0), ps::kNormTag));
   }
+  const bool meeting = asynchronous_ && meet_;
+  torch::Tensor members = torch::zeros({topology_.workers()}, torch::kDouble);
+  if (meeting) {
+    receiving.push_back(bridge_.irecv(members, topology_.server_rank(0), ps::kMembersTag));
+  }
   {
     const flight::Label label("PS pull");
     for (auto& work : receiving) work->wait();
@@ -135,6 +140,12 @@ double ServerClient::pull() {
   }
   ++steps_;
   std::fill(pushed_.begin(), pushed_.end(), torch::Tensor());
+  if (meeting) {
+    dropped_.clear();
+    for (int w = 0; w < topology_.workers(); ++w) {
+      if (members[w].item<double>() != 0) dropped_.push_back(w);
+    }
+  }
   return norm.item<double>();
 }
 

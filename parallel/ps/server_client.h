@@ -87,6 +87,9 @@ class ServerClient : public GradientPush {
   const ServerTopology& topology() const { return topology_; }
   /// Steps the servers have taken (as this worker counts them).
   int64_t steps() const { return steps_; }
+  /// Asynchronous: the workers (dp ranks) the servers dropped, as server 0 said at the last
+  /// meeting (every worker at a meeting hears the same), ascending.
+  const std::vector<int>& dropped_workers() const { return dropped_; }
   void set_steps(int64_t steps) { steps_ = steps; }
 
  private:
@@ -113,6 +116,7 @@ class ServerClient : public GradientPush {
   std::vector<torch::Tensor> pushed_;  // this step's buffers, by id (asynchronous: the norm)
   bool stepping_ = false;              // this step's order went out
   int64_t steps_ = 0;
+  std::vector<int> dropped_;
 };
 
 }  // namespace triax

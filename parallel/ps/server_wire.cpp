@@ -9,26 +9,43 @@ namespace triax {
 namespace ps {
 
 void Outbox::reap() {
-  std::vector<WorkPtr> left;
+  std::vector<std::pair<int, WorkPtr>> left;
   for (auto& work : works_) {
-    if (!work->is_completed()) left.push_back(std::move(work));
+    if (!work.second->is_completed()) left.push_back(std::move(work));
   }
   works_ = std::move(left);
 }
 
 void Outbox::wait() {
-  for (auto& work : works_) work->wait();
+  for (auto& work : works_) work.second->wait();
   works_.clear();
+}
+
+void Outbox::forget(int peer) {
+  std::vector<std::pair<int, WorkPtr>> left;
+  for (auto& work : works_) {
+    if (work.first == peer) {
+      abandon(std::move(work.second));
+    } else {
+      left.push_back(std::move(work));
+    }
+  }
+  works_ = std::move(left);
 }
 
 Outbox::~Outbox() {
   // Unwinding after an error: the job is ending, but a send's buffer must outlive the send.
   for (auto& work : works_) {
     try {
-      work->wait();
+      work.second->wait();
     } catch (...) {
     }
   }
+}
+
+void abandon(WorkPtr work) {
+  static auto* kept = new std::vector<WorkPtr>();  // never destroyed, on purpose
+  kept->push_back(std::move(work));
 }
 
 torch::Tensor encode_order(const Order& order) {

@@ -66,18 +66,28 @@ constexpr int kOrderTag = 0x3000;
 constexpr int kNormTag = 0x3001;
 constexpr int kTextTag = 0x3002;
 constexpr int kTensorTag = 0x3003;
+/// Asynchronous, at a meeting: server 0 tells each worker which workers were dropped (W doubles,
+/// 1 = dropped).
+constexpr int kMembersTag = 0x3004;
+
+/// A dropped worker's operation never completes: kept (unreleased, never waited for: destroying
+/// an unfinished work waits for it) until the process ends, since MPI may still hold its buffer.
+void abandon(WorkPtr work);
 
 /// Sends in flight, kept until they complete.
 class Outbox {
  public:
-  void add(WorkPtr work) { works_.push_back(std::move(work)); }
+  /// `peer`: the rank it goes to (forget() drops a peer's), or -1.
+  void add(WorkPtr work, int peer = -1) { works_.push_back({peer, std::move(work)}); }
   void wait();
   /// Forgets the sends that have completed (a long-lived outbox).
   void reap();
+  /// A dropped worker's sends will never complete: abandoned.
+  void forget(int peer);
   ~Outbox();
 
  private:
-  std::vector<WorkPtr> works_;
+  std::vector<std::pair<int, WorkPtr>> works_;
 };
 
 void send_order(Communicator& comm, int peer, const Order& order, Outbox& out);

@@ -22,8 +22,21 @@ TEST_CASE("heartbeat lines: beat, goodbye, lost", "[heartbeat]") {
   CHECK(parse_heartbeat_line("L 5 1 rank 5 is lost").silent);
 }
 
+TEST_CASE("heartbeat lines: dropped, finished, go", "[heartbeat]") {
+  const auto dropped = parse_heartbeat_line("D 2,5 1 812,900 ranks 2, 5 are lost; the job goes on");
+  CHECK(dropped.kind == 'D');
+  CHECK(dropped.ranks == std::vector<int>{2, 5});
+  CHECK(dropped.pgids == std::vector<long>{812, 900});
+  CHECK(dropped.silent);
+  CHECK(dropped.text == "ranks 2, 5 are lost; the job goes on");
+  CHECK_FALSE(parse_heartbeat_line("D 3 0 0 rank 3 is lost").silent);
+  CHECK(parse_heartbeat_line("F").kind == 'F');
+  CHECK(parse_heartbeat_line("G").kind == 'G');
+}
+
 TEST_CASE("heartbeat lines: anything else is ignored", "[heartbeat]") {
-  for (const char* line : {"", "B", "B 1", "L 2", "L 2 1", "XX", "H 3", "garbage"}) {
+  for (const char* line :
+       {"", "B", "B 1", "L 2", "L 2 1", "D 2 1 7", "FF", "GO", "XX", "H 3", "garbage"}) {
     CHECK(parse_heartbeat_line(line).kind == 0);
   }
 }

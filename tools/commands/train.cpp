@@ -19,6 +19,7 @@
 #include "job/rank_table.h"
 #include "job/run_dir_lock.h"
 #include "job/run_outputs.h"
+#include "job/supervisor_hold.h"
 #include "parallel/parallel_context.h"
 #include "parallel/ps/server_client.h"
 #include "parallel/ps/server_topology.h"
@@ -46,6 +47,38 @@ std::string servers_line(const Config& config, const std::optional<ServerTopolog
                                : str(", asynchronous (staleness ", ps.staleness, ", apply ",
                                      applies_each_push(config) ? "push" : "step", ")"),
              "; ", servers->workers(), " workers per position push to them");
+}
+
+// The world ranks whose loss the job survives: an asynchronous parameter server's workers other
+// than worker 0 (it hosts the heartbeat's watcher and writes the checkpoints and logs), where a
+// worker is one rank (tp = pp = cp = 1), its servers are ranks of their own, and MPI can make a
+// communicator of the others alone (docs/parameter_server.md, "A lost worker").
+std::vector<int> droppable_ranks(const Config& config, const std::optional<ServerTopology>& servers,
+                                 Backend backend) {
+  if (!servers || !servers->dedicated() || config.parameter_server.staleness == 0 ||
+      backend != Backend::kMpi || config.parallel.tensor != 1 || config.parallel.pipeline != 1 ||
+      config.parallel.context != 1) {
+    return {};
+  }
+  std::vector<int> ranks;
+  for (int w = 1; w < servers->workers(); ++w) ranks.push_back(w);
+  return ranks;
+}
+
+// The end of a rank where ranks may have been dropped: the survivors meet over the heartbeat
+// (an MPI barrier would wait for a dropped rank), and after a drop leave without MPI_Finalize.
+void finish_after_drops(World& world, Heartbeat& heartbeat, double timeout_s) {
+  const std::vector<long> held = heartbeat.finish_together(timeout_s);
+  const bool dropped = !heartbeat_dropped_ranks().empty();
+  heartbeat.stop();
+  if (dropped) {
+    world.leave_without_finalize();
+  } else {
+    world.communicator()->barrier();
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  end_held_processes(held);
 }
 
 }  // namespace
@@ -109,9 +142,14 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
       log::set_prefix(servers->prefix());
       log::set_is_root(false);
       ranks = gather_rank_table(*world.communicator());
+      const std::vector<int> droppable = droppable_ranks(config, servers, world.backend());
       Heartbeat heartbeat(*world.communicator(), ranks,
-                          static_cast<double>(config.comm.heartbeat_s));
+                          static_cast<double>(config.comm.heartbeat_s), droppable);
       run_parameter_server(config, *servers);
+      if (!droppable.empty()) {
+        finish_after_drops(world, heartbeat, Communicator::timeout());
+        return;
+      }
       heartbeat.stop();
       world.communicator()->barrier();
       return;
@@ -146,11 +184,19 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     write_resolved_config(config, paths, context.rank());
     ranks = gather_rank_table(*world.communicator());
     if (paths.enabled() && context.rank() == 0) write_rank_table(ranks, paths.rank_table());
-    Heartbeat heartbeat(*world.communicator(), ranks, static_cast<double>(config.comm.heartbeat_s));
+    const std::vector<int> droppable = droppable_ranks(config, servers, world.backend());
+    // A dropped worker's process is held by its supervisor until the others finish.
+    if (!droppable.empty()) ask_supervisor_to_hold();
+    Heartbeat heartbeat(*world.communicator(), ranks, static_cast<double>(config.comm.heartbeat_s),
+                        droppable);
     Training training(*plan, context, kProcessStart, launch.local_rank == 0);
     if (checkpoint) training.resume_from(*checkpoint);
     training.run();
     if (client) client->stop();  // the servers leave their loop
+    if (!droppable.empty()) {
+      finish_after_drops(world, heartbeat, Communicator::timeout());
+      return;
+    }
     // The goodbyes before the last barrier: ranks leave it together, and MPI_Finalize across
     // nodes (UCX over TCP) hangs when some ranks reach it seconds before the others.
     heartbeat.stop();
