@@ -49,7 +49,7 @@ namespace triax {
 struct HeartbeatMessage {
   char kind = 0;  ///< 'B', 'X', 'L', 'D', 'F', 'G'; 0 for a malformed line
   int64_t step = 0;
-  std::vector<int> ranks;  ///< the lost ranks
+  std::vector<int> ranks;   ///< the lost ranks
   std::vector<long> pgids;  ///< a drop: their process groups
   bool silent = false;
   std::string text;  ///< the beat's last action, or the lost rank's description

@@ -87,10 +87,11 @@ class ParallelContext {
   /// construction by whoever made them; null in allreduce mode).
   void set_parameter_servers(ServerClient* client) { servers_ = client; }
   ServerClient* parameter_servers() const { return servers_; }
-  /// Asynchronous parameter servers dropped the workers at dp ranks `dropped` (lost: job/heartbeat.h):
-  /// the world and the dp group become the others' (collective over them alone; tp = pp = cp = 1,
-  /// where a worker is one rank). The layout and this rank's coordinates stay (its data is still
-  /// its dp rank's), so dp_size() keeps the launch's width and dp().size() is the workers left.
+  /// Asynchronous parameter servers dropped the workers at dp ranks `dropped` (lost:
+  /// job/heartbeat.h): the world and the dp group become the others' (collective over them alone;
+  /// tp = pp = cp = 1, where a worker is one rank). The layout and this rank's coordinates stay
+  /// (its data is still its dp rank's), so dp_size() keeps the launch's width and dp().size() is
+  /// the workers left.
   void drop_data_ranks(const std::vector<int>& dropped);
   /// The ddp.hierarchical the context was built with.
   Hierarchical dp_gradient_mode() const { return dp_gradient_mode_; }

@@ -260,11 +260,19 @@ void ParameterServer::serve_asynchronously(int64_t staleness, bool per_push, boo
       x.step.reset();
       progressed = true;
     }
-    try {
-      out_.reap();
-    } catch (const Error& e) {  // a send to a worker lost meanwhile: the heartbeat decides
-      take_drops();
-      if (live() == workers) throw;
+    // A send to a worker lost meanwhile fails here: once the heartbeat has dropped it, its sends
+    // are forgotten; anything else stands.
+    for (const auto start = std::chrono::steady_clock::now();;) {
+      try {
+        out_.reap();
+        break;
+      } catch (const Error& e) {
+        const double waited =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (waited > heartbeat_s + 3) throw;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        take_drops();
+      }
     }
     // An order every worker sends alike (they are all at it: no step is in flight).
     if (live() > 0 && std::all_of(ws.begin(), ws.end(), [](const Worker& x) {

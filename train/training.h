@@ -104,8 +104,8 @@ class Training {
   // Asynchronous parameter servers: the held-out shares of dropped workers this rank scores (by
   // their dp rank), so that an evaluation still covers every sample.
   std::map<int, std::unique_ptr<BatchSource>> adopted_;
-  size_t adopted_logged_ = 0;  // the drops the log has shown an evaluation after
-  double cached_flops_per_unit_ = 0;               // FLOPs a row from it skips
+  size_t adopted_logged_ = 0;         // the drops the log has shown an evaluation after
+  double cached_flops_per_unit_ = 0;  // FLOPs a row from it skips
 };
 
 }  // namespace triax

@@ -393,8 +393,7 @@ std::unique_ptr<Communicator> mpi_subgroup(Communicator& parent, const std::vect
               parent.backend(), ")");
   MPI_Group all = MPI_GROUP_NULL, some = MPI_GROUP_NULL;
   TRIAX_MPI_CHECK(MPI_Comm_group(mpi->comm(), &all));
-  TRIAX_MPI_CHECK(
-      MPI_Group_incl(all, static_cast<int>(members.size()), members.data(), &some));
+  TRIAX_MPI_CHECK(MPI_Group_incl(all, static_cast<int>(members.size()), members.data(), &some));
   MPI_Comm comm = MPI_COMM_NULL;
   TRIAX_MPI_CHECK(MPI_Comm_create_group(mpi->comm(), some, tag, &comm));
   MPI_Group_free(&some);

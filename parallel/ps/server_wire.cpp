@@ -9,9 +9,13 @@ namespace triax {
 namespace ps {
 
 void Outbox::reap() {
+  // Tested first, taken out after: an error (a send to a peer that is gone) leaves the outbox
+  // whole, so that the peer's sends can still be forgotten.
+  std::vector<bool> done(works_.size());
+  for (size_t k = 0; k < works_.size(); ++k) done[k] = works_[k].second->is_completed();
   std::vector<std::pair<int, WorkPtr>> left;
-  for (auto& work : works_) {
-    if (!work.second->is_completed()) left.push_back(std::move(work));
+  for (size_t k = 0; k < works_.size(); ++k) {
+    if (!done[k]) left.push_back(std::move(works_[k]));
   }
   works_ = std::move(left);
 }
