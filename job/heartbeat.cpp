@@ -99,6 +99,7 @@ struct Heartbeat::State {
   double lost_after_s = 0;
   RankTable table;
   std::vector<int> droppable;
+  std::vector<std::string> names;  // each rank's role, or ""
   // The dropped ranks and their process groups (drop_mutex); finish_together's state.
   std::mutex drop_mutex;
   std::vector<int> dropped;
@@ -112,8 +113,11 @@ struct Heartbeat::State {
     for (const RankEntry& e : table) {
       if (e.rank == r) entry = &e;
     }
-    const std::string where =
-        entry == nullptr ? std::string() : str(" (pid ", entry->pid, " on ", entry->host, ")");
+    const std::string role =
+        r >= 0 && r < static_cast<int>(names.size()) && !names[r].empty() ? names[r] + ", " : "";
+    const std::string where = entry == nullptr
+                                  ? (role.empty() ? std::string() : str(" (", names[r], ")"))
+                                  : str(" (", role, "pid ", entry->pid, " on ", entry->host, ")");
     return str("rank ", r, where);
   }
   // What the lost rank's last beat said (rank 0 sends none).
@@ -251,8 +255,14 @@ struct Heartbeat::State {
                                  const std::string& why) {
     std::vector<int> ranks;
     for (const Peer* p : lost) ranks.push_back(p->rank);
+    // Where the job could go on without some ranks, say why not without these.
+    const std::string undroppable =
+        droppable.empty() ? std::string()
+                          : "; the job cannot go on without it (only workers other than worker 0 "
+                            "are dropped): it ends, and --resume latest continues from the last "
+                            "checkpoint";
     const std::string message =
-        str(describe_all(ranks), why, hosts_gone(ranks), last_beat(*lost.front()));
+        str(describe_all(ranks), why, hosts_gone(ranks), last_beat(*lost.front()), undroppable);
     // First the message (the launcher may end this rank as soon as another one exits).
     log::error(str("heartbeat: ", message));
     {
@@ -501,13 +511,14 @@ Peer connect_to_rank0(int rank, int port, const std::vector<std::string>& addres
 }  // namespace
 
 Heartbeat::Heartbeat(Communicator& world, const RankTable& table, double lost_after_s,
-                     std::vector<int> droppable) {
+                     HeartbeatRoles roles) {
   if (lost_after_s <= 0 || world.size() < 2) return;
   auto state = std::make_shared<State>();
   state->rank = world.rank();
   state->lost_after_s = lost_after_s;
   state->table = table;
-  state->droppable = std::move(droppable);
+  state->droppable = std::move(roles.droppable);
+  state->names = std::move(roles.names);
   // Rank 0 listens and offers its port and addresses to every rank.
   int port = 0;
   int listener = -1;

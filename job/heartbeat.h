@@ -56,14 +56,23 @@ struct HeartbeatMessage {
 };
 HeartbeatMessage parse_heartbeat_line(const std::string& line);
 
+/// What the ranks are, for the heartbeat: `names[r]` ("parameter server 0") is shown beside rank
+/// r where it is named ("" or missing: nothing); `droppable`: the ranks whose loss the job
+/// survives.
+struct HeartbeatRoles {
+  std::vector<std::string> names;
+  std::vector<int> droppable;
+};
+
 class Heartbeat {
  public:
   /// Starts the heartbeat of this rank (a collective over `world`: rank 0's address reaches the
   /// others, which connect). `lost_after_s` <= 0: none. Throws Error when a rank cannot reach
   /// rank 0's watcher (naming the addresses tried, and comm.heartbeat_s: 0 to go without).
-  /// `droppable`: the ranks whose loss the job survives (see above); none by default.
+  /// `roles`: what each rank is, shown where it is named, and which ranks the job goes on
+  /// without (see above); by default none are named or dropped.
   Heartbeat(Communicator& world, const RankTable& table, double lost_after_s,
-            std::vector<int> droppable = {});
+            HeartbeatRoles roles = {});
   ~Heartbeat();
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;

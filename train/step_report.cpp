@@ -64,13 +64,17 @@ bool StepReport::should_log(int64_t step) const {
 }
 
 void StepReport::record(const StepOutcome& o, const std::vector<double>& memory_mib) {
+  // A step trained on part of the global batch after a worker was dropped (batch_fraction).
+  const double units = units_per_step_ * o.batch_fraction;
   if (o.step == start_step_ + 1) {
     result_.seconds_to_first_step = seconds_between(process_start_, Clock::now());
   } else {
     steady_seconds_ += o.seconds;
-    steady_flops_ += units_per_step_ * (flops_per_unit_ - o.skipped_flops_per_unit);
+    steady_units_ += units;
+    steady_flops_ += units * (flops_per_unit_ - o.skipped_flops_per_unit);
   }
-  interval_flops_ += units_per_step_ * (flops_per_unit_ - o.skipped_flops_per_unit);
+  interval_units_ += units;
+  interval_flops_ += units * (flops_per_unit_ - o.skipped_flops_per_unit);
   result_.step_losses.push_back(o.loss);
   interval_seconds_ += o.seconds;
   interval_loss_ += o.loss;
@@ -97,7 +101,7 @@ void StepReport::record(const StepOutcome& o, const std::vector<double>& memory_
     pending_relayout_.reset();
   }
   if (should_log(o.step)) {
-    const double units_per_s = interval_steps_ * units_per_step_ / interval_seconds_;
+    const double units_per_s = interval_units_ / interval_seconds_;
     const double mfu = interval_flops_ / interval_seconds_ / peak_flops_;
     const double elapsed = seconds_between(loop_start_, Clock::now());
     const double eta =
@@ -108,7 +112,7 @@ void StepReport::record(const StepOutcome& o, const std::vector<double>& memory_
         .add("elapsed_s", elapsed)
         .add("eta_s", eta);
     log::info(log_line(o, memory_mib, units_per_s, mfu, eta));
-    interval_seconds_ = interval_loss_ = interval_flops_ = 0;
+    interval_seconds_ = interval_loss_ = interval_flops_ = interval_units_ = 0;
     interval_steps_ = 0;
   } else if (o.metric) {
     log::info(str("step ", o.step, "/", total_, " | ", metric_text(*o.metric, 0, true)));
@@ -153,7 +157,8 @@ TrainingResult StepReport::finish() {
   const int64_t ran = total_ - start_step_;
   const double steady_steps = static_cast<double>(std::max<int64_t>(ran - 1, 1));
   const double steady = ran > 1 ? steady_seconds_ : result_.train_seconds;
-  result_.units_per_second = steady_steps * units_per_step_ / steady;
+  result_.units_per_second =
+      ran > 1 ? steady_units_ / steady : steady_steps * units_per_step_ / steady;
   // FLOPs step by step: frozen layers (train.frozen_layers) need their forward only.
   result_.mfu = (ran > 1 ? steady_flops_ / steady_seconds_
                          : units_per_step_ * flops_per_unit_ / result_.train_seconds) /

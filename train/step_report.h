@@ -38,6 +38,9 @@ struct StepOutcome {
   std::optional<double> prefix_cached;
   /// FLOPs per unit the step did not do because of it (MFU counts only what ran).
   double skipped_flops_per_unit = 0;
+  /// The share of the global batch trained on: below 1 once asynchronous parameter servers
+  /// dropped a worker (its share is skipped).
+  double batch_fraction = 1;
 };
 
 /// An online layout change (train/relayout.h): after which step, from and to which layout, what
@@ -100,6 +103,8 @@ class StepReport {
   double steady_seconds_ = 0;  // step time after the first step (warm-up excluded)
   double steady_flops_ = 0;    // the FLOPs of those steps (MFU's numerator)
   double interval_flops_ = 0;
+  double interval_units_ = 0;  // tokens (samples) trained on since the last log line
+  double steady_units_ = 0;    // ... in the steps after the first
   double interval_seconds_ = 0, interval_loss_ = 0;
   int64_t interval_steps_ = 0;
   double metric_;

@@ -102,6 +102,10 @@ TrainingResult Training::run() {
       }
     }
     outcome.grad_norm = trainer->last_grad_norm();
+    if (!trainer->dropped_workers().empty()) {
+      outcome.batch_fraction =
+          static_cast<double>(context_->dp().size()) / static_cast<double>(context_->dp_size());
+    }
     if (tracing(outcome.step)) write_trace(*trainer, outcome.step);  // gathers over pp
     if (evaluating(outcome.step)) {
       const Evaluation metric = evaluate(*trainer, *batches);

@@ -49,20 +49,35 @@ std::string servers_line(const Config& config, const std::optional<ServerTopolog
              "; ", servers->workers(), " workers per position push to them");
 }
 
-// The world ranks whose loss the job survives: an asynchronous parameter server's workers other
-// than worker 0 (it hosts the heartbeat's watcher and writes the checkpoints and logs), where a
-// worker is one rank (tp = pp = cp = 1), its servers are ranks of their own, and MPI can make a
-// communicator of the others alone (docs/parameter_server.md, "A lost worker").
-std::vector<int> droppable_ranks(const Config& config, const std::optional<ServerTopology>& servers,
-                                 Backend backend) {
-  if (!servers || !servers->dedicated() || config.parameter_server.staleness == 0 ||
-      backend != Backend::kMpi || config.parallel.tensor != 1 || config.parallel.pipeline != 1 ||
-      config.parallel.context != 1) {
-    return {};
+// What each rank is, for the heartbeat's messages, under parameter servers; and the world ranks
+// whose loss the job survives: an asynchronous parameter server's workers other than worker 0
+// (it hosts the heartbeat's watcher and writes the checkpoints and logs), where a worker is one
+// rank (tp = pp = cp = 1), its servers are ranks of their own, and MPI can make a communicator of
+// the others alone (docs/parameter_server.md, "A lost worker").
+HeartbeatRoles heartbeat_roles(const Config& config, const std::optional<ServerTopology>& servers,
+                               Backend backend, int world_size) {
+  HeartbeatRoles roles;
+  if (!servers) return roles;
+  const int positions =
+      static_cast<int>(config.parallel.tensor * config.parallel.pipeline * config.parallel.context);
+  const int workers = servers->workers() * positions;  // the world's first ranks when dedicated
+  for (int r = 0; r < world_size; ++r) {
+    if (!servers->dedicated()) {  // at one position the first K dp ranks (= world ranks) serve
+      roles.names.push_back(positions > 1            ? std::string("worker")
+                            : r < servers->servers() ? str("worker ", r, ", parameter server ", r)
+                                                     : str("worker ", r));
+    } else if (r < workers) {
+      roles.names.push_back(positions == 1 ? str("worker ", r) : "worker");
+    } else {
+      const int s = (r - workers) / positions;
+      roles.names.push_back(str("parameter server ", s));
+    }
   }
-  std::vector<int> ranks;
-  for (int w = 1; w < servers->workers(); ++w) ranks.push_back(w);
-  return ranks;
+  if (servers->dedicated() && config.parameter_server.staleness > 0 && backend == Backend::kMpi &&
+      positions == 1) {
+    for (int w = 1; w < servers->workers(); ++w) roles.droppable.push_back(w);
+  }
+  return roles;
 }
 
 // The end of a rank where ranks may have been dropped: the survivors meet over the heartbeat
@@ -142,11 +157,14 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
       log::set_prefix(servers->prefix());
       log::set_is_root(false);
       ranks = gather_rank_table(*world.communicator());
-      const std::vector<int> droppable = droppable_ranks(config, servers, world.backend());
+      const HeartbeatRoles roles =
+          heartbeat_roles(config, servers, world.backend(), world.communicator()->size());
+      // Held if killed, so that the heartbeat (not the launcher) ends the job, naming it.
+      if (!roles.droppable.empty()) ask_supervisor_to_hold();
       Heartbeat heartbeat(*world.communicator(), ranks,
-                          static_cast<double>(config.comm.heartbeat_s), droppable);
+                          static_cast<double>(config.comm.heartbeat_s), roles);
       run_parameter_server(config, *servers);
-      if (!droppable.empty()) {
+      if (!roles.droppable.empty()) {
         finish_after_drops(world, heartbeat, Communicator::timeout());
         return;
       }
@@ -184,16 +202,18 @@ int run_train(const CliArgs& args, int* argc, char*** argv) {
     write_resolved_config(config, paths, context.rank());
     ranks = gather_rank_table(*world.communicator());
     if (paths.enabled() && context.rank() == 0) write_rank_table(ranks, paths.rank_table());
-    const std::vector<int> droppable = droppable_ranks(config, servers, world.backend());
-    // A dropped worker's process is held by its supervisor until the others finish.
-    if (!droppable.empty()) ask_supervisor_to_hold();
+    const HeartbeatRoles roles =
+        heartbeat_roles(config, servers, world.backend(), world.communicator()->size());
+    // A dropped worker's process is held by its supervisor until the others finish (any other
+    // killed rank too: the heartbeat then ends the job, naming it).
+    if (!roles.droppable.empty()) ask_supervisor_to_hold();
     Heartbeat heartbeat(*world.communicator(), ranks, static_cast<double>(config.comm.heartbeat_s),
-                        droppable);
+                        roles);
     Training training(*plan, context, kProcessStart, launch.local_rank == 0);
     if (checkpoint) training.resume_from(*checkpoint);
     training.run();
     if (client) client->stop();  // the servers leave their loop
-    if (!droppable.empty()) {
+    if (!roles.droppable.empty()) {
       finish_after_drops(world, heartbeat, Communicator::timeout());
       return;
     }
