@@ -308,12 +308,12 @@ struct Heartbeat::State {
       pgids.push_back(p->pgid);
       names.push_back(std::to_string(p->rank));
       groups.push_back(std::to_string(p->pgid));
-      p->gone = true;
     }
     const std::string message = str(describe_all(ranks), why, last_beat(*lost.front()),
                                     "; the job goes on without it (a dropped worker)");
     log::warn(str("heartbeat: ", message));
     {
+      // To the dropped too: one that was only slow learns it is out (dropped_self).
       std::lock_guard<std::mutex> lock(send_mutex);
       for (Peer& p : peers) {
         if (!p.gone) {
@@ -322,7 +322,20 @@ struct Heartbeat::State {
         }
       }
     }
+    for (Peer* p : lost) p->gone = true;
     record_dropped(ranks, pgids, silent);
+  }
+
+  // This rank was dropped (it was silent, so it was only slow, or stopped and continued): the
+  // others train on without it. It must not push, meet or end the job: it stops itself, and is
+  // ended with the job (by a survivor on its host, or by the launcher).
+  void dropped_self(const std::string& text) {
+    log::warn(str("heartbeat: this rank was dropped (", text,
+                  "); it stops here, and is ended when the others have finished"));
+    death_watch_done();  // not a death to report
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::raise(SIGSTOP);
   }
 
   // Rank 0 in finish_together: once every rank still here has finished too, all go.
@@ -362,6 +375,7 @@ struct Heartbeat::State {
       } else if (m.kind == 'L' && rank != 0) {
         end_process(m.ranks, m.silent, m.text);
       } else if (m.kind == 'D' && rank != 0) {
+        if (std::find(m.ranks.begin(), m.ranks.end(), rank) != m.ranks.end()) dropped_self(m.text);
         record_dropped(m.ranks, m.pgids, m.silent);
       } else if (m.kind == 'F' && rank == 0) {
         p.finished = true;
@@ -555,7 +569,7 @@ void Heartbeat::stop() {
   end(true);
 }
 
-std::vector<long> Heartbeat::finish_together(double timeout_s) {
+HeldProcesses Heartbeat::finish_together(double timeout_s) {
   if (!state_) return {};
   State& s = *state_;
   if (s.rank == 0) {
@@ -574,29 +588,49 @@ std::vector<long> Heartbeat::finish_together(double timeout_s) {
   }
   // The dropped ranks' held processes on this host (one survivor ends each): their supervisors
   // kept the launcher from seeing them end while the others trained.
-  std::vector<long> targets;
+  HeldProcesses held;
   std::lock_guard<std::mutex> lock(s.drop_mutex);
   for (size_t k = 0; k < s.dropped.size(); ++k) {
     const int r = s.dropped[k];
     const long group = s.dropped_pgids[k];
     for (const RankEntry& e : s.table) {
-      if (e.rank != r || !s.is_killer(r, e.host) || !s.on_my_host(e.host)) continue;
+      if (e.rank != r) continue;
+      bool survivor_there = false;  // a rank still here on its host
+      for (const RankEntry& f : s.table) {
+        survivor_there = survivor_there ||
+                         (f.host == e.host && f.rank != r &&
+                          std::find(s.dropped.begin(), s.dropped.end(), f.rank) == s.dropped.end());
+      }
+      if (!survivor_there) held.orphaned.push_back(r);
+      if (!s.is_killer(r, e.host) || !s.on_my_host(e.host)) continue;
       // Its own process group (hydra starts each rank in one); never ours.
       if (group > 0 && group != static_cast<long>(::getpgrp())) {
-        targets.push_back(-group);
+        held.mine.push_back(-group);
       } else if (e.pid > 0) {
-        targets.push_back(e.pid);
+        held.mine.push_back(e.pid);
       }
     }
   }
-  return targets;
+  return held;
 }
 
-void end_held_processes(const std::vector<long>& targets) {
-  if (targets.empty()) return;
+void end_held_processes(const HeldProcesses& held, int rank) {
+  if (held.mine.empty() && (held.orphaned.empty() || rank != 0)) return;
   // The other survivors end first (the launcher may end the job once a held process ends).
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  for (long t : targets) ::kill(static_cast<pid_t>(t), SIGKILL);
+  for (long t : held.mine) ::kill(static_cast<pid_t>(t), SIGKILL);
+  if (!held.orphaned.empty() && rank == 0) {
+    // No rank is left on its host to end it: the launcher must. Leaving without telling it this
+    // rank finished makes it end the job (every survivor's work is done by now).
+    std::vector<std::string> ranks;
+    for (int r : held.orphaned) ranks.push_back(std::to_string(r));
+    log::warn(str("heartbeat: no rank is left on the host of dropped rank(s) ", join(ranks, ","),
+                  " to end it: rank 0 leaves abruptly so that the launcher ends the job (the run "
+                  "has finished)"));
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
 }
 
 void Heartbeat::end(bool linger) {

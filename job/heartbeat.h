@@ -64,6 +64,12 @@ struct HeartbeatRoles {
   std::vector<int> droppable;
 };
 
+/// The dropped ranks' processes at the end (finish_together).
+struct HeldProcesses {
+  std::vector<long> mine;     ///< to SIGKILL from this rank: process groups as negative ids
+  std::vector<int> orphaned;  ///< dropped ranks with no rank left on their host to end them
+};
+
 class Heartbeat {
  public:
   /// Starts the heartbeat of this rank (a collective over `world`: rank 0's address reaches the
@@ -81,10 +87,9 @@ class Heartbeat {
   /// rank ends on purpose. (The destructor waits up to 0.5 s.)
   void stop();
   /// Where ranks may be dropped, instead of a final barrier: waits (up to `timeout_s`) until
-  /// every rank still here has called this too. Returns the held processes of dropped ranks this
-  /// rank ends once its own work is over (end_held_processes): the launcher may end the job as
-  /// soon as one ends.
-  std::vector<long> finish_together(double timeout_s);
+  /// every rank still here has called this too. Returns what end_held_processes ends once this
+  /// rank's own work is over (the launcher may end the job as soon as one of them ends).
+  HeldProcesses finish_together(double timeout_s);
 
   struct State;  ///< the thread's (job/heartbeat.cpp)
 
@@ -99,7 +104,8 @@ class Heartbeat {
 void heartbeat_goodbye();
 /// The ranks the heartbeat of this process dropped so far, ascending (empty without one).
 std::vector<int> heartbeat_dropped_ranks();
-/// SIGKILLs what finish_together returned (process groups as negative ids, as kill() takes them).
-void end_held_processes(const std::vector<long>& targets);
+/// SIGKILLs what finish_together returned; on `rank` 0, when a dropped rank has no rank left on
+/// its host, leaves without telling the launcher, which then ends the job (and that process).
+void end_held_processes(const HeldProcesses& held, int rank);
 
 }  // namespace triax

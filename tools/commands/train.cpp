@@ -83,7 +83,7 @@ HeartbeatRoles heartbeat_roles(const Config& config, const std::optional<ServerT
 // The end of a rank where ranks may have been dropped: the survivors meet over the heartbeat
 // (an MPI barrier would wait for a dropped rank), and after a drop leave without MPI_Finalize.
 void finish_after_drops(World& world, Heartbeat& heartbeat, double timeout_s) {
-  const std::vector<long> held = heartbeat.finish_together(timeout_s);
+  const HeldProcesses held = heartbeat.finish_together(timeout_s);
   const bool dropped = !heartbeat_dropped_ranks().empty();
   heartbeat.stop();
   if (dropped) {
@@ -93,7 +93,7 @@ void finish_after_drops(World& world, Heartbeat& heartbeat, double timeout_s) {
   }
   std::fflush(stdout);
   std::fflush(stderr);
-  end_held_processes(held);
+  end_held_processes(held, world.communicator()->rank());
 }
 
 }  // namespace
