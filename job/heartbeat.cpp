@@ -393,7 +393,9 @@ struct Heartbeat::State {
         "or its node went down";
     while (!stopping) {
       std::vector<pollfd> fds;
-      for (const Peer& p : peers) fds.push_back(pollfd{p.fd, POLLIN, 0});
+      // Not a peer that is gone: a dropped one's closed socket would wake the poll at once,
+      // forever.
+      for (const Peer& p : peers) fds.push_back(pollfd{p.gone ? -1 : p.fd, POLLIN, 0});
       ::poll(fds.data(), fds.size(), kPollMs);
       if (stopping) return;
       if (since(last_beat) >= kBeatSeconds) {
@@ -435,6 +437,9 @@ struct Heartbeat::State {
           declare_lost(ended, false, closed);
         }
       }
+      // A silent peer may have said goodbye meanwhile (read in the ended branch above).
+      silent.erase(std::remove_if(silent.begin(), silent.end(), [](Peer* p) { return p->gone; }),
+                   silent.end());
       if (!silent.empty()) {
         const std::string why =
             str("no heartbeat for ", one_decimal(since(silent.front()->heard)),
@@ -601,36 +606,25 @@ HeldProcesses Heartbeat::finish_together(double timeout_s) {
                          (f.host == e.host && f.rank != r &&
                           std::find(s.dropped.begin(), s.dropped.end(), f.rank) == s.dropped.end());
       }
-      if (!survivor_there) held.orphaned.push_back(r);
-      if (!s.is_killer(r, e.host) || !s.on_my_host(e.host)) continue;
-      // Its own process group (hydra starts each rank in one); never ours.
-      if (group > 0 && group != static_cast<long>(::getpgrp())) {
-        held.mine.push_back(-group);
-      } else if (e.pid > 0) {
-        held.mine.push_back(e.pid);
+      // Its held process is its own process group (hydra and srun start each rank in one):
+      // never ours, and never the dead core's pid (reaped, perhaps reused). Without one, or
+      // with no rank left on its host, the launcher must end it.
+      const bool own_group = group > 0 && group != static_cast<long>(::getpgrp());
+      if (!survivor_there || !own_group) {
+        if (s.rank == 0) held.orphaned.push_back(r);
+        continue;
       }
+      if (s.is_killer(r, e.host) && s.on_my_host(e.host)) held.mine.push_back(-group);
     }
   }
   return held;
 }
 
-void end_held_processes(const HeldProcesses& held, int rank) {
-  if (held.mine.empty() && (held.orphaned.empty() || rank != 0)) return;
+void end_held_processes(const HeldProcesses& held) {
+  if (held.mine.empty()) return;
   // The other survivors end first (the launcher may end the job once a held process ends).
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   for (long t : held.mine) ::kill(static_cast<pid_t>(t), SIGKILL);
-  if (!held.orphaned.empty() && rank == 0) {
-    // No rank is left on its host to end it: the launcher must. Leaving without telling it this
-    // rank finished makes it end the job (every survivor's work is done by now).
-    std::vector<std::string> ranks;
-    for (int r : held.orphaned) ranks.push_back(std::to_string(r));
-    log::warn(str("heartbeat: no rank is left on the host of dropped rank(s) ", join(ranks, ","),
-                  " to end it: rank 0 leaves abruptly so that the launcher ends the job (the run "
-                  "has finished)"));
-    std::fflush(stdout);
-    std::fflush(stderr);
-    std::_Exit(1);
-  }
 }
 
 void Heartbeat::end(bool linger) {

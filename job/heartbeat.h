@@ -66,8 +66,10 @@ struct HeartbeatRoles {
 
 /// The dropped ranks' processes at the end (finish_together).
 struct HeldProcesses {
-  std::vector<long> mine;     ///< to SIGKILL from this rank: process groups as negative ids
-  std::vector<int> orphaned;  ///< dropped ranks with no rank left on their host to end them
+  std::vector<long> mine;  ///< to SIGKILL from this rank: process groups as negative ids
+  /// Rank 0: dropped ranks no survivor can end (none left on their host, or no process group of
+  /// their own): the job must be ended through the launcher (World::abort).
+  std::vector<int> orphaned;
 };
 
 class Heartbeat {
@@ -104,8 +106,7 @@ class Heartbeat {
 void heartbeat_goodbye();
 /// The ranks the heartbeat of this process dropped so far, ascending (empty without one).
 std::vector<int> heartbeat_dropped_ranks();
-/// SIGKILLs what finish_together returned; on `rank` 0, when a dropped rank has no rank left on
-/// its host, leaves without telling the launcher, which then ends the job (and that process).
-void end_held_processes(const HeldProcesses& held, int rank);
+/// SIGKILLs what finish_together returned for this rank (`mine`).
+void end_held_processes(const HeldProcesses& held);
 
 }  // namespace triax

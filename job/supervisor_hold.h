@@ -20,12 +20,16 @@ inline int hold_signal() {
 
 /// Asks the supervisor that started this process to hold on if this process is killed; false
 /// when there is none (started directly, or the supervisor stepped aside across nodes).
+/// TRIAX_SUPERVISOR is "PID:SIGNAL" (the supervisor's pid and its hold_signal()).
 inline bool ask_supervisor_to_hold() {
   const char* supervisor = std::getenv("TRIAX_SUPERVISOR");
   if (supervisor == nullptr) return false;
-  const pid_t pid = static_cast<pid_t>(std::atol(supervisor));
-  if (pid <= 1 || ::getppid() != pid) return false;
-  return ::kill(pid, hold_signal()) == 0;
+  char* rest = nullptr;
+  const pid_t pid = static_cast<pid_t>(std::strtol(supervisor, &rest, 10));
+  if (pid <= 1 || rest == nullptr || *rest != ':' || ::getppid() != pid) return false;
+  const int signal = static_cast<int>(std::strtol(rest + 1, nullptr, 10));
+  if (signal <= 0) return false;
+  return ::kill(pid, signal) == 0;
 }
 
 }  // namespace triax

@@ -86,13 +86,18 @@ void ParallelContext::drop_data_ranks(const std::vector<int>& dropped) {
   // MPI_Comm_create_group: only the members take part (a dropped rank is gone). Tags apart per
   // drop, so that two drops' creations never match each other.
   const int tag = 2 * static_cast<int>(dropped.size());
-  world_ = std::shared_ptr<Communicator>(mpi_subgroup(*world_, in_world, tag));
+  // The replaced communicators stay alive: DDP and others hold references to them (they are no
+  // longer used for collectives), and freeing a communicator with a dead member is not safe.
+  const std::shared_ptr<Communicator> old_world = world_;
+  retired_.push_back(old_world);
+  retired_.push_back(std::shared_ptr<Communicator>(std::move(dp_)));
+  if (dp_gradients_) retired_.push_back(std::shared_ptr<Communicator>(std::move(dp_gradients_)));
+  world_ = std::shared_ptr<Communicator>(mpi_subgroup(*old_world, in_world, tag));
   world_->set_label("world", members);
   std::vector<int> all(members.size());
   for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
   dp_ = mpi_subgroup(*world_, all, tag + 1);
   dp_->set_label("dp", members);
-  dp_gradients_.reset();
   live_ranks_ = members;
 }
 

@@ -113,6 +113,7 @@ class ParallelContext {
   std::string dp_choice_;
   ServerClient* servers_ = nullptr;
   std::vector<int> live_ranks_;  // the launch ranks in world_ (fewer after drop_data_ranks)
+  std::vector<std::shared_ptr<Communicator>> retired_;  // replaced by drop_data_ranks, kept
 };
 
 }  // namespace triax

@@ -15,10 +15,10 @@
 //     it always did.
 //   - Holding a dropped worker. An asynchronous parameter server's job goes on without a lost
 //     worker (docs/parameter_server.md), but hydra and srun end the whole job as soon as a
-//     process ends. So triax-core asks its supervisor to hold (kHoldSignal, with the pid it
-//     finds in TRIAX_SUPERVISOR): once triax-core is killed, the supervisor says so and waits,
-//     keeping the launcher's view unchanged, until a survivor ends it when all have finished
-//     (job/heartbeat.h, finish_together).
+//     process ends. So triax-core asks its supervisor to hold (job/supervisor_hold.h: the
+//     pid and the signal are in TRIAX_SUPERVISOR): once triax-core is killed, the supervisor says
+//     so and waits, keeping the launcher's view unchanged, until a survivor ends it when all have
+//     finished (job/heartbeat.h, finish_together).
 // triax-core dies with the supervisor (PR_SET_PDEATHSIG): a launcher that SIGKILLs the job
 // leaves nothing behind. Exit codes pass through unchanged.
 #include <signal.h>
@@ -121,6 +121,12 @@ int main(int argc, char** argv) {
     return 127;
   }
   const pid_t parent = ::getpid();
+  // Before the fork: triax-core may ask to be held at any time once it runs.
+  struct sigaction holding {};
+  holding.sa_handler = hold;
+  sigemptyset(&holding.sa_mask);
+  holding.sa_flags = SA_RESTART;
+  ::sigaction(triax::hold_signal(), &holding, nullptr);
   const pid_t child = ::fork();
   if (child < 0) {
     std::fprintf(stderr, "triax: fork: %s\n", std::strerror(errno));
@@ -129,7 +135,10 @@ int main(int argc, char** argv) {
   if (child == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);  // the supervisor died before prctl
-    ::setenv("TRIAX_SUPERVISOR", std::to_string(parent).c_str(), 1);
+    // Where to ask, and with which signal (SIGRTMIN may differ between this static program and
+    // the dynamic triax-core).
+    ::setenv("TRIAX_SUPERVISOR",
+             (std::to_string(parent) + ":" + std::to_string(triax::hold_signal())).c_str(), 1);
     argv[0] = const_cast<char*>("triax");
     ::execv(core.c_str(), argv);
     std::fprintf(stderr, "triax: cannot run %s: %s\n", core.c_str(), std::strerror(errno));
@@ -141,17 +150,13 @@ int main(int argc, char** argv) {
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
   for (int s : kForwarded) ::sigaction(s, &action, nullptr);
-  struct sigaction holding {};
-  holding.sa_handler = hold;
-  sigemptyset(&holding.sa_mask);
-  holding.sa_flags = SA_RESTART;
-  ::sigaction(triax::hold_signal(), &holding, nullptr);
   sigprocmask(SIG_UNBLOCK, &stops, nullptr);
 
   int status = 0;
   while (::waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) return 1;
   }
+  g_child = 0;  // reaped: nothing to forward to (its pid may be reused)
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   const int signal = WTERMSIG(status);
   char host[256] = "?";
@@ -171,6 +176,10 @@ int main(int argc, char** argv) {
                  "(an asynchronous parameter server's job goes on without a lost worker)\n",
                  who.c_str(), static_cast<int>(::getpid()));
     std::fflush(stderr);
+    // A user's or scheduler's SIGTERM, SIGINT... now ends this process itself.
+    struct sigaction fallback {};
+    fallback.sa_handler = SIG_DFL;
+    for (int s : kForwarded) ::sigaction(s, &fallback, nullptr);
     for (;;) ::pause();
   }
   // A rank often dies because another one did (MPI aborts on a vanished peer): a moment for the

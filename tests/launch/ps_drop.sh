@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Asynchronous parameter servers drop a lost worker and go on (docs/parameter_server.md, "A lost
 # worker"): 3 workers and 1 dedicated server; world rank 2 (worker 2) is killed (kill -9) before
-# step 6 (each push applied alone, apply: auto = push; and one update per step, apply: step), or
-# stopped (SIGSTOP, a frozen node) before step 6. In each case:
+# step 6 (each push applied alone, apply: auto = push; and one update per step, apply: step,
+# under layout-invariant numerics, whose DDP keeps the replaced dp group), or stopped (SIGSTOP, a
+# frozen node) before step 6. In each case:
 #   - the heartbeat names it ("rank 2 ... is lost ... the job goes on without it"), the server
 #     drops it, and the workers take it out of their meetings' collectives;
 #   - the other two train to the end (every logged step, the final checkpoint, the held-out loss
@@ -23,13 +24,14 @@ common=(--set parallel.tensor=1 --set parallel.pipeline=1 --set train.steps=20
   --set train.eval_every=10 --set train.eval_batches=2 --set sample.tokens=0
   --set comm.timeout_s=60 --set comm.heartbeat_s=3 --set ddp.mode=parameter_server
   --set parameter_server.staleness=1)
-for case in kill:auto stop:auto kill:step; do
-  IFS=: read -r fault apply <<<"$case"
+for case in kill:auto:fast stop:auto:fast kill:step:layout_invariant; do
+  IFS=: read -r fault apply numerics <<<"$case"
   name=${fault}_$apply
   log=$WORK/$name.log
   start=$(date +%s)
   TRIAX_FAULT=$fault:2:6 timeout 120 "$MPIEXEC" -n 4 "$TRIAX" train "$CONFIG" "$@" "${common[@]}" \
-    --set parameter_server.apply="$apply" --set run.dir="$WORK/$name" >"$log" 2>&1 || true
+    --set parameter_server.apply="$apply" --set train.numerics="$numerics" \
+    --set run.dir="$WORK/$name" >"$log" 2>&1 || true
   took=$(($(date +%s) - start))
   grep -q "rank 2 (worker 2, pid [0-9]* on .*) is lost: .*the job goes on without it" "$log" ||
     { tail -40 "$log"; echo "FAIL: $name: the heartbeat did not name rank 2 as dropped"; exit 1; }

@@ -73,8 +73,9 @@ HeartbeatRoles heartbeat_roles(const Config& config, const std::optional<ServerT
       roles.names.push_back(str("parameter server ", s));
     }
   }
+  // Dropping needs the heartbeat (it names the lost rank): comm.heartbeat_s > 0.
   if (servers->dedicated() && config.parameter_server.staleness > 0 && backend == Backend::kMpi &&
-      positions == 1) {
+      positions == 1 && config.comm.heartbeat_s > 0 && world_size > 1) {
     for (int w = 1; w < servers->workers(); ++w) roles.droppable.push_back(w);
   }
   return roles;
@@ -93,7 +94,16 @@ void finish_after_drops(World& world, Heartbeat& heartbeat, double timeout_s) {
   }
   std::fflush(stdout);
   std::fflush(stderr);
-  end_held_processes(held, world.communicator()->rank());
+  end_held_processes(held);
+  if (!held.orphaned.empty()) {
+    // Every survivor's work is done: the launcher ends the job, and with it those processes.
+    std::vector<std::string> ranks;
+    for (int r : held.orphaned) ranks.push_back(std::to_string(r));
+    log::warn(str("no survivor can end the held process of dropped rank(s) ", join(ranks, ","),
+                  " (none left on its host): the job is ended through the launcher; the run has "
+                  "finished"));
+    world.abort(1);
+  }
 }
 
 }  // namespace
