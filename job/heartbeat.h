@@ -44,8 +44,10 @@ namespace triax {
 ///   goodbye  "X"                  (ending on purpose; either way)
 ///   lost     "L R1,R2 SILENT TEXT" (watcher -> ranks: these are lost; SILENT 1 = stopped or
 ///            cut off, else ended)
-///   dropped  "D R1,R2 SILENT TEXT" (watcher -> ranks: these are lost, and the job goes on)
-///   finished "F" (rank -> watcher: done, waiting for the others: finish_together); "G": all are
+///   dropped  "D R1,R2 SILENT G1,G2 TEXT" (watcher -> ranks, the dropped included: these are
+///            lost and the job goes on; G: their process groups, from their hellos "H RANK PGID")
+///   finished "F" (rank -> watcher: done, waiting for the others: finish_together)
+///   go       "G" (watcher -> ranks: every rank still here has finished)
 struct HeartbeatMessage {
   char kind = 0;  ///< 'B', 'X', 'L', 'D', 'F', 'G'; 0 for a malformed line
   int64_t step = 0;
