@@ -99,6 +99,12 @@ void end_job_after_error(const World& world, const std::exception& error, int ex
   const FailureResponse response = respond_to_failure(timeout, world.backend(), rank,
                                                       Communicator::timeout(), !path.empty());  // 4
   std::this_thread::sleep_for(std::chrono::duration<double>(response.grace_seconds));
+  // A configuration error found once the world is up is often found by several ranks at once
+  // (a parameter server's workers and servers refuse together): a moment for the others to
+  // print theirs before this abort ends them.
+  if (exit_code == 2 && response.grace_seconds == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
   if (response.print_summary) log::error(flight::summary(world_size));
   if (response.kill_silent_ranks) {
     const auto has_record = [](int r) { return std::filesystem::exists(flight::dump_path(r)); };

@@ -13,6 +13,9 @@
 //      prints every rank's last action; under the tcp backend (torchrun), a rank also SIGKILLs
 //      same-host ranks that wrote no record — a stopped rank ignores torchrun's SIGTERM and
 //      would hold the job for the agent's 30 s kill delay;
+//      after a configuration error (exit code 2), wait 0.5 s: several ranks often find the same
+//      one at once (a parameter server's workers and servers refuse together), and each must
+//      print it before the first abort ends the rest;
 //   5. abort the world with the exit code (2 for a configuration error, 1 otherwise).
 // The decisions (respond_to_failure), the note and the choice of ranks to kill are pure and
 // unit-tested; end_job_after_error carries them out.
