@@ -104,7 +104,6 @@ struct Heartbeat::State {
   std::mutex drop_mutex;
   std::vector<int> dropped;
   std::vector<long> dropped_pgids;
-  std::vector<bool> dropped_silent;
   std::atomic<bool> finishing{false};  // rank 0: finish_together waits
   std::atomic<bool> go{false};         // every survivor has finished
 
@@ -292,7 +291,6 @@ struct Heartbeat::State {
       for (size_t k = 0; k < ranks.size(); ++k) {
         dropped.push_back(ranks[k]);
         dropped_pgids.push_back(k < pgids.size() ? pgids[k] : 0);
-        dropped_silent.push_back(silent);
       }
     }
     for (int r : ranks) kill_if_mine(r, silent, "so that it cannot come back");
