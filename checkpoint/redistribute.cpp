@@ -1,13 +1,13 @@
 #include "checkpoint/redistribute.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <sstream>
 
 #include "checkpoint/state_name.h"
 #include "core/error.h"
 #include "core/strings.h"
-#include "parallel/comm/gather_text.h"
 
 namespace triax {
 namespace {
@@ -46,42 +46,87 @@ std::vector<TensorHeader> decode_headers(const std::string& text) {
   return out;
 }
 
-// The position's tensors on every rank: one broadcast per dtype from `root` (the position's
-// writer), the tensors of that dtype packed in list order.
-std::vector<std::pair<std::string, torch::Tensor>> broadcast_position(
-    Communicator& world, int root, const std::vector<TensorHeader>& headers,
-    const std::vector<std::pair<std::string, torch::Tensor>>& mine) {
-  std::map<torch::ScalarType, std::vector<size_t>> by_dtype;
-  for (size_t i = 0; i < headers.size(); ++i) by_dtype[headers[i].dtype].push_back(i);
-  std::vector<torch::Tensor> values(headers.size());
-  for (const auto& [dtype, indices] : by_dtype) {
-    int64_t total = 0;
-    for (const size_t i : indices) {
-      int64_t n = 1;
-      for (const int64_t d : headers[i].shape) n *= d;
-      total += n;
-    }
-    torch::Tensor packed;
-    if (world.rank() == root) {
-      std::vector<torch::Tensor> parts;
-      for (const size_t i : indices) {
-        parts.push_back(mine[i].second.detach().to(torch::kCPU).contiguous().view({-1}));
-      }
-      packed = torch::cat(parts);
-    } else {
-      packed = torch::empty({total}, torch::TensorOptions().dtype(dtype));
-    }
-    world.broadcast(packed, root);
-    int64_t offset = 0;
-    for (const size_t i : indices) {
-      int64_t n = 1;
-      for (const int64_t d : headers[i].shape) n *= d;
-      values[i] = packed.narrow(0, offset, n).view(headers[i].shape).clone();
-      offset += n;
-    }
+// A writer's message: the length of its text, the text (its shard record and tensor headers),
+// then every tensor's bytes in header order, in one byte tensor. One message per writer, so the
+// whole gather is a few collectives (under oversubscription each collective costs a scheduling
+// round: one per tensor would dominate the pause).
+torch::Tensor pack_position(const ShardRecord& record,
+                            const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {
+  const std::string text = record.encode() + '\x1e' + encode_headers(tensors);
+  const std::string head = std::to_string(text.size()) + '\n' + text;
+  std::vector<torch::Tensor> flat;
+  int64_t total = static_cast<int64_t>(head.size());
+  for (const auto& item : tensors) {
+    flat.push_back(item.second.detach().to(torch::kCPU).contiguous());
+    total += flat.back().numel() * flat.back().element_size();
   }
-  std::vector<std::pair<std::string, torch::Tensor>> out;
-  for (size_t i = 0; i < headers.size(); ++i) out.emplace_back(headers[i].name, values[i]);
+  torch::Tensor out = torch::empty({total}, torch::kByte);
+  char* at = reinterpret_cast<char*>(out.data_ptr<uint8_t>());
+  at = std::copy(head.begin(), head.end(), at);
+  for (const torch::Tensor& t : flat) {
+    const size_t bytes = static_cast<size_t>(t.numel() * t.element_size());
+    std::memcpy(at, t.data_ptr(), bytes);
+    at += bytes;
+  }
+  return out;
+}
+
+struct Position {
+  ShardRecord record;
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+};
+
+Position unpack_position(const char* message, size_t size) {
+  const char* newline = std::find(message, message + size, '\n');
+  TRIAX_CHECK(newline != message + size, "re-layout: a malformed state message");
+  const size_t length = std::stoull(std::string(message, newline));
+  const char* body = newline + 1;
+  TRIAX_CHECK(body + length <= message + size, "re-layout: a state message is short");
+  const std::string text(body, length);
+  const size_t separator = text.find('\x1e');
+  TRIAX_CHECK(separator != std::string::npos, "re-layout: a state message without headers");
+  Position out;
+  out.record = ShardRecord::decode(text.substr(0, separator));
+  const char* at = body + length;
+  for (const TensorHeader& header : decode_headers(text.substr(separator + 1))) {
+    torch::Tensor value = torch::empty(header.shape, torch::TensorOptions().dtype(header.dtype));
+    const size_t bytes = static_cast<size_t>(value.numel() * value.element_size());
+    TRIAX_CHECK(at + bytes <= message + size, "re-layout: the state message of '", header.name,
+                "' is short");
+    std::memcpy(value.data_ptr(), at, bytes);
+    at += bytes;
+    out.tensors.emplace_back(header.name, std::move(value));
+  }
+  return out;
+}
+
+// Every rank's message on every rank (empty where a rank sends none). One padded all-gather when
+// the writers' messages fill most of it (every rank a writer: dp 1); otherwise a broadcast from
+// each writer, so that dp - 1 of every dp ranks do not send a model's worth of padding.
+std::vector<torch::Tensor> all_gather_messages(Communicator& world, const torch::Tensor& mine) {
+  const torch::Tensor lengths = world.all_gather(torch::tensor({mine.numel()}, torch::kLong));
+  const int n = world.size();
+  int64_t longest = 0, sum = 0;
+  for (int r = 0; r < n; ++r) {
+    longest = std::max(longest, lengths[r].item<int64_t>());
+    sum += lengths[r].item<int64_t>();
+  }
+  std::vector<torch::Tensor> out(static_cast<size_t>(n));
+  if (longest * n <= 2 * sum) {
+    torch::Tensor padded = torch::zeros({1, longest}, torch::kByte);
+    padded[0].narrow(0, 0, mine.numel()).copy_(mine);
+    const torch::Tensor all = world.all_gather(padded);
+    for (int r = 0; r < n; ++r)
+      out[static_cast<size_t>(r)] = all[r].narrow(0, 0, lengths[r].item<int64_t>());
+    return out;
+  }
+  for (int r = 0; r < n; ++r) {
+    const int64_t length = lengths[r].item<int64_t>();
+    if (length == 0) continue;
+    torch::Tensor message = r == world.rank() ? mine : torch::empty({length}, torch::kByte);
+    world.broadcast(message, r);
+    out[static_cast<size_t>(r)] = message;
+  }
   return out;
 }
 
@@ -103,10 +148,9 @@ FullModelState gather_full_state(ParallelContext& context, const Config& config,
   record.shard.pipeline_rank = context.pp_rank();
   record.shard.tensor_rank = context.tp_rank();
   record.parameters = table;
-  const std::vector<std::string> records =
-      all_gather_text(context.world(), writer ? record.encode() : "");
-  const std::vector<std::string> headers =
-      all_gather_text(context.world(), writer ? encode_headers(mine) : "");
+  const std::vector<torch::Tensor> messages = all_gather_messages(
+      context.world(), writer ? pack_position(record, mine) : torch::empty({0}, torch::kByte));
+  mine.clear();
 
   Manifest manifest;
   manifest.step = step;
@@ -115,17 +159,17 @@ FullModelState gather_full_state(ParallelContext& context, const Config& config,
   manifest.chunks_per_rank = config.schedule.chunks_per_rank;
   manifest.config = config;
   std::map<std::pair<int, int>, std::vector<std::pair<std::string, torch::Tensor>>> shards;
-  for (int rank = 0; rank < context.world_size(); ++rank) {
-    const size_t r = static_cast<size_t>(rank);
-    if (records[r].empty()) continue;
-    const ShardRecord theirs = ShardRecord::decode(records[r]);
-    if (theirs.shard.tensor_rank == 0) {
-      manifest.parameters.insert(manifest.parameters.end(), theirs.parameters.begin(),
-                                 theirs.parameters.end());
+  for (const torch::Tensor& message : messages) {
+    if (!message.defined() || message.numel() == 0) continue;
+    Position theirs = unpack_position(reinterpret_cast<const char*>(message.data_ptr<uint8_t>()),
+                                      static_cast<size_t>(message.numel()));
+    if (theirs.record.shard.tensor_rank == 0) {
+      manifest.parameters.insert(manifest.parameters.end(), theirs.record.parameters.begin(),
+                                 theirs.record.parameters.end());
     }
-    manifest.shards.push_back(theirs.shard);
-    shards[{theirs.shard.pipeline_rank, theirs.shard.tensor_rank}] =
-        broadcast_position(context.world(), rank, decode_headers(headers[r]), mine);
+    manifest.shards.push_back(theirs.record.shard);
+    shards[{theirs.record.shard.pipeline_rank, theirs.record.shard.tensor_rank}] =
+        std::move(theirs.tensors);
   }
   TRIAX_CHECK(static_cast<int64_t>(shards.size()) == manifest.tensor * manifest.pipeline,
               "re-layout: ", shards.size(), " positions sent their state, expected ",

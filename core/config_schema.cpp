@@ -284,7 +284,9 @@ void visit_freeze(Config& c, ConfigVisitor& v) {
   v.section("freeze", [&] {
     v.field("every", c.freeze.every, kNonNegative,
             "steps between freeze decisions (PipeTransformer's freeze algorithm); 0 = off");
-    v.field("start", c.freeze.start, kNonNegative, "no freeze decision before this step");
+    v.field("start", c.freeze.start, kNonNegative,
+            "the first freeze decision is after this step (0: after step freeze.every), then one "
+            "every freeze.every steps");
     v.field("rate", c.freeze.rate, RealRule{0.0, 1.0, true},
             "at most this fraction of the active layers freezes at one decision (alpha)");
     v.field("max_fraction", c.freeze.max_fraction, RealRule{0.0, 1.0},

@@ -20,16 +20,23 @@ int color_of(const RankGroups& groups, int rank) {
   return -1;
 }
 
-// Splits `world` into `groups` and names this rank's group (for flight records and timeouts).
-std::unique_ptr<Communicator> split_named(Communicator& world, const RankGroups& groups,
-                                          const char* name) {
+// This rank's group of `groups` as a communicator over `world`, named for flight records and
+// timeouts; null if no group holds it. Under MPI each group is made by its members alone
+// (MPI_Comm_create_group: a one-rank group costs nothing, and no group waits on the whole world);
+// elsewhere by a split of the world (key = global rank).
+std::unique_ptr<Communicator> group_of(Communicator& world, const RankGroups& groups,
+                                       const char* name, int tag) {
   const int color = color_of(groups, world.rank());
-  std::unique_ptr<Communicator> group = world.split(color, world.rank());
-  if (group) {
-    std::vector<int> members = groups[static_cast<size_t>(color)];
-    std::sort(members.begin(), members.end());  // split key = global rank
-    group->set_label(name, members);
+  std::vector<int> members;
+  if (color >= 0) members = groups[static_cast<size_t>(color)];
+  std::sort(members.begin(), members.end());  // ranks ascend with the group's coordinate
+  std::unique_ptr<Communicator> group;
+  if (dynamic_cast<MpiCommunicator*>(&world) == nullptr) {
+    group = world.split(color, world.rank());
+  } else if (color >= 0) {
+    group = mpi_subgroup(world, members, tag);
   }
+  if (group) group->set_label(name, members);
   return group;
 }
 
@@ -42,28 +49,48 @@ ParallelContext::ParallelContext(std::shared_ptr<Communicator> world, ParallelLa
       layout_(std::move(layout)),
       dp_gradient_mode_(dp_gradients) {
   TRIAX_CHECK(world_ != nullptr, "ParallelContext needs a world communicator");
+  build_groups();
+  nodes_ = NodeTopology(all_gather_text(*world_, node_key));
+  build_dp_gradients();
+}
+
+ParallelContext::ParallelContext(const ParallelContext& previous, ParallelLayout layout,
+                                 Hierarchical dp_gradients)
+    : world_(previous.world_),
+      node_key_(previous.node_key_),
+      layout_(std::move(layout)),
+      nodes_(previous.nodes_),  // the same processes on the same nodes
+      dp_gradient_mode_(dp_gradients) {
+  TRIAX_CHECK(previous.live_ranks_.size() == static_cast<size_t>(world_->size()),
+              "a new layout over a world that dropped ranks");
+  build_groups();
+  build_dp_gradients();
+}
+
+void ParallelContext::build_groups() {
   TRIAX_CHECK(world_->size() == layout_.world_size(), "the world communicator has ", world_->size(),
               " ranks but the layout is for ", layout_.world_size());
   coord_ = layout_.coord_of(world_->rank());
-  // Key = global rank: within every group, ranks ascend with the group's own coordinate, so the
-  // sub-communicator's rank equals this rank's coordinate on that axis.
   std::vector<int> everyone(static_cast<size_t>(world_->size()));
   for (int k = 0; k < world_->size(); ++k) everyone[static_cast<size_t>(k)] = k;
   world_->set_label("world", everyone);
-  tp_ = split_named(*world_, layout_.groups(Axis::kTp), "tp");
-  dp_ = split_named(*world_, layout_.groups(Axis::kDp), "dp");
-  pp_ = split_named(*world_, layout_.groups(Axis::kPp), "pp");
-  cp_ = split_named(*world_, layout_.groups(Axis::kCp), "cp");
+  // MPI_Comm_create_group spins while it waits for a group's other members; meeting at the
+  // world's yielding barrier first keeps that wait short when ranks are oversubscribed (Note
+  // [Oversubscribed progress]). Tags apart per group kind: a rank in two groups with others
+  // creates them in the same order as they do, and distinct tags make it certain.
+  if (dynamic_cast<MpiCommunicator*>(world_.get()) != nullptr) world_->barrier();
+  tp_ = group_of(*world_, layout_.groups(Axis::kTp), "tp", 1);
+  dp_ = group_of(*world_, layout_.groups(Axis::kDp), "dp", 2);
+  pp_ = group_of(*world_, layout_.groups(Axis::kPp), "pp", 3);
+  cp_ = group_of(*world_, layout_.groups(Axis::kCp), "cp", 4);
   if (layout_.cp_size() > 1) {
-    replica_ = split_named(*world_, layout_.replica_groups(), "dp x cp");
+    replica_ = group_of(*world_, layout_.replica_groups(), "dp x cp", 5);
   }
-  model_parallel_ = split_named(*world_, layout_.model_parallel_groups(), "model-parallel");
-  embedding_ = split_named(*world_, layout_.embedding_groups(), "embedding");
+  model_parallel_ = group_of(*world_, layout_.model_parallel_groups(), "model-parallel", 6);
+  embedding_ = group_of(*world_, layout_.embedding_groups(), "embedding", 7);
   TRIAX_CHECK(tp_->rank() == coord_.tp && dp_->rank() == coord_.dp && pp_->rank() == coord_.pp &&
                   cp_->rank() == coord_.cp,
               "sub-communicator ranks disagree with the layout");
-  nodes_ = NodeTopology(all_gather_text(*world_, node_key));
-  build_dp_gradients();
   live_ranks_ = everyone;
 }
 

@@ -31,6 +31,10 @@ class ParallelContext {
   ParallelContext(std::shared_ptr<Communicator> world, ParallelLayout layout,
                   const std::string& node_key = local_node_key(-1),
                   Hierarchical dp_gradients = Hierarchical::kAuto);
+  /// The same world and nodes as `previous`, laid out anew (an online re-layout): collective
+  /// over the world, but the nodes are not gathered again. `previous` stays valid.
+  ParallelContext(const ParallelContext& previous, ParallelLayout layout,
+                  Hierarchical dp_gradients);
 
   const ParallelLayout& layout() const { return layout_; }
   int rank() const { return world_->rank(); }
@@ -107,6 +111,7 @@ class ParallelContext {
   std::unique_ptr<Communicator> replica_;  // dp x cp; null when cp = 1 (dp_ serves)
   NodeTopology nodes_;
   /// Decides dp_gradients() (every rank of a dp group alike) and builds it (collective over dp).
+  void build_groups();
   void build_dp_gradients();
   Hierarchical dp_gradient_mode_;
   std::unique_ptr<Communicator> dp_gradients_;  // null: flat, dp() itself

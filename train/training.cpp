@@ -212,7 +212,8 @@ bool Training::freeze_statistic_wanted() const {
 std::optional<int64_t> Training::freeze_decision(int64_t step) {
   const Config& c = plan_->config;
   const FreezeConfig& freeze = c.freeze;
-  if (freeze.every <= 0 || step % freeze.every != 0) return std::nullopt;
+  // Decisions at start, start + every, ...; the window also restarts every `every` steps before.
+  if (freeze.every <= 0 || (step - freeze.start) % freeze.every != 0) return std::nullopt;
   const std::vector<double> window = layer_norms_;
   layer_norms_.assign(layer_norms_.size(), 0.0);  // each decision sees the `every` steps before it
   if (step < freeze.start) return std::nullopt;
@@ -262,23 +263,36 @@ void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer
   plan->corpus = plan_->corpus;
   plan->images = plan_->images;
   plan->test_images = plan_->test_images;
-  auto context = std::make_unique<ParallelContext>(
-      context_->shared_world(), plan->layout, context_->node_key(), plan->config.ddp.hierarchical);
+  // The groups are kept where only the split or the frozen layers change (a freeze in place).
+  const ParallelLayout& was = context_->layout();
+  const ParallelLayout& to = plan->layout;
+  const bool same_groups = was.order() == to.order() && was.tp_size() == to.tp_size() &&
+                           was.dp_size() == to.dp_size() && was.pp_size() == to.pp_size() &&
+                           was.cp_size() == to.cp_size() &&
+                           context_->dp_gradient_mode() == plan->config.ddp.hierarchical;
+  if (!same_groups) {
+    auto context =
+        std::make_unique<ParallelContext>(*context_, plan->layout, plan->config.ddp.hierarchical);
+    owned_context_ = std::move(context);  // the previous one's groups are freed here
+    context_ = owned_context_.get();
+    log::set_prefix(context_->prefix());
+  }
   plans_.push_back(std::move(plan));
   plan_ = plans_.back().get();
-  owned_context_ = std::move(context);  // the previous one's groups are freed here
-  context_ = owned_context_.get();
-  log::set_prefix(context_->prefix());
+  const double grouped = seconds_since(begin);
   trainer = std::make_unique<Trainer>(*plan_, *context_);
+  const double built = seconds_since(begin);
   std::map<std::string, torch::Tensor> shard;
   for (auto& [name, tensor] : cut_shard(plan_->config, StateSource(state), context_->pp_rank(),
                                         context_->tp_rank(), nullptr)) {
     shard.emplace(name, std::move(tensor));
   }
   trainer->load_state_tensors(shard);
+  const double loaded = seconds_since(begin);
   open_cache(*trainer, step);
   batches = make_batch_source(*plan_, context_->dp_rank());
   saves = std::make_unique<BackgroundSave>(*context_, plan_->config);
+  const double opened = seconds_since(begin);
   context_->world().barrier();
   RelayoutEvent event;
   event.step = step;
@@ -287,8 +301,11 @@ void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer
   event.trigger = change.change.trigger;
   event.seconds = seconds_since(begin);
   log::info(str("layout changed after step ", step, " (", event.trigger, ") in ",
-                fixed(event.seconds, 2), " s (state gathered in ", fixed(gathered, 2),
-                " s): ", event.from, " -> ", event.to, "\n", context_->table()));
+                fixed(event.seconds, 2), " s (state gathered ", fixed(gathered, 3), ", groups ",
+                fixed(grouped - gathered, 3), ", model ", fixed(built - grouped, 3), ", state cut ",
+                fixed(loaded - built, 3), ", data and cache ", fixed(opened - loaded, 3), ", wait ",
+                fixed(event.seconds - opened, 3), " s): ", event.from, " -> ", event.to, "\n",
+                context_->table()));
   if (change.change.trigger == RunPaths(plan_->config.run.dir).relayout_request()) {
     log::info(str("a layout changed on request: to resume from a later checkpoint, add ",
                   resume_hint(*plan_), " (or list the change in relayout.steps)"));

@@ -76,8 +76,8 @@ class Training {
   /// layers may still freeze.
   bool freeze_statistic_wanted() const;
   /// At a freeze decision step from freeze.start: the frozen-layer count, when it grows (rank
-  /// 0's verdict, a collective over the world). Restarts the statistic's window at every
-  /// multiple of freeze.every.
+  /// 0's verdict, a collective over the world). Restarts the statistic's window every
+  /// freeze.every steps (counted from freeze.start).
   std::optional<int64_t> freeze_decision(int64_t step);
   /// Carries a change out (collective): the state gathered in memory, the old layout's trainer,
   /// batches and saves replaced by the new layout's, which load their shard of the state.

@@ -5,7 +5,8 @@
 # there. Every later loss must be bit-identical, and the final checkpoints' shards (parameters
 # and optimizer state) byte for byte the same. Then the change step's own checkpoint (written
 # after the change) resumes on the new layout from the same command and continues bit for bit,
-# and a layout asked for through run.dir/relayout is taken, a bad one refused.
+# and a layout asked for through run.dir/relayout is taken, a bad one refused. (From dp 1 every
+# rank sends state, one all-gather; from dp 4 one rank does, a broadcast: both ways are covered.)
 # usage: relayout.sh WORK MPIEXEC TRIAX CONFIG [--set ...]
 set -euo pipefail
 WORK=$1 MPIEXEC=$2 TRIAX=$3 CONFIG=$4
@@ -17,6 +18,7 @@ mkdir -p "$WORK"
 cases=(
   "pp4-to-pp2|--set parallel.tensor=1 --set parallel.pipeline=4|--set relayout.pipeline=[2]|1 2"
   "tp2pp2-to-tp1pp2|--set parallel.tensor=2 --set parallel.pipeline=2 --set ddp.shard=optimizer|--set relayout.tensor=[1]|1 2"
+  "dp4-to-pp2|--set parallel.tensor=1 --set parallel.pipeline=1|--set relayout.pipeline=[2]|1 2"
 )
 for c in "${cases[@]}"; do
   IFS='|' read -r name start change target <<<"$c"
