@@ -218,6 +218,9 @@ std::optional<int64_t> Training::freeze_decision(int64_t step) {
   layer_norms_.assign(layer_norms_.size(), 0.0);  // each decision sees the `every` steps before it
   if (step < freeze.start) return std::nullopt;
   const int64_t frozen = c.train.frozen_layers;
+  // Nothing more may freeze (the cap): no decision to take or print (every rank knows it alike).
+  const std::vector<double> none(static_cast<size_t>(c.model.layers), 0.0);
+  if (frozen_after(freeze, c.model.layers, frozen, none) == frozen) return std::nullopt;
   int64_t next = frozen_after(freeze, c.model.layers, frozen, window);
   // Rank 0's verdict for all (every rank computed it from the same norms; one reduction makes
   // agreement certain).
