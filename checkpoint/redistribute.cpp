@@ -47,26 +47,32 @@ std::vector<TensorHeader> decode_headers(const std::string& text) {
 }
 
 // A writer's message: the length of its text, the text (its shard record and tensor headers),
-// then every tensor's bytes in header order, in one byte tensor. One message per writer, so the
-// whole gather is a few collectives (under oversubscription each collective costs a scheduling
-// round: one per tensor would dominate the pause).
+// then every tensor's bytes in header order, each from an 8-byte boundary (so that the receivers
+// take the tensors as views of the message, without a copy), in one byte tensor. One message per
+// writer, so the whole gather is a few collectives (under oversubscription each collective costs a
+// scheduling round: one per tensor would dominate the pause).
+int64_t aligned(int64_t bytes) {
+  return (bytes + 7) / 8 * 8;
+}
+
 torch::Tensor pack_position(const ShardRecord& record,
                             const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {
   const std::string text = record.encode() + '\x1e' + encode_headers(tensors);
   const std::string head = std::to_string(text.size()) + '\n' + text;
   std::vector<torch::Tensor> flat;
-  int64_t total = static_cast<int64_t>(head.size());
+  int64_t total = aligned(static_cast<int64_t>(head.size()));
   for (const auto& item : tensors) {
     flat.push_back(item.second.detach().to(torch::kCPU).contiguous());
-    total += flat.back().numel() * flat.back().element_size();
+    total += aligned(flat.back().numel() * flat.back().element_size());
   }
-  torch::Tensor out = torch::empty({total}, torch::kByte);
-  char* at = reinterpret_cast<char*>(out.data_ptr<uint8_t>());
-  at = std::copy(head.begin(), head.end(), at);
+  torch::Tensor out = torch::zeros({total}, torch::kByte);
+  char* base = reinterpret_cast<char*>(out.data_ptr<uint8_t>());
+  std::copy(head.begin(), head.end(), base);
+  int64_t at = aligned(static_cast<int64_t>(head.size()));
   for (const torch::Tensor& t : flat) {
-    const size_t bytes = static_cast<size_t>(t.numel() * t.element_size());
-    std::memcpy(at, t.data_ptr(), bytes);
-    at += bytes;
+    const int64_t bytes = t.numel() * t.element_size();
+    std::memcpy(base + at, t.data_ptr(), static_cast<size_t>(bytes));
+    at += aligned(bytes);
   }
   return out;
 }
@@ -76,7 +82,8 @@ struct Position {
   std::vector<std::pair<std::string, torch::Tensor>> tensors;
 };
 
-Position unpack_position(const char* message, size_t size) {
+// The tensors are views of `buffer` (kept alive by them), which holds the message from `message`.
+Position unpack_position(const torch::Tensor& buffer, const char* message, size_t size) {
   const char* newline = std::find(message, message + size, '\n');
   TRIAX_CHECK(newline != message + size, "re-layout: a malformed state message");
   const size_t length = std::stoull(std::string(message, newline));
@@ -87,15 +94,18 @@ Position unpack_position(const char* message, size_t size) {
   TRIAX_CHECK(separator != std::string::npos, "re-layout: a state message without headers");
   Position out;
   out.record = ShardRecord::decode(text.substr(0, separator));
-  const char* at = body + length;
+  int64_t at = aligned(static_cast<int64_t>(body + length - message));
   for (const TensorHeader& header : decode_headers(text.substr(separator + 1))) {
-    torch::Tensor value = torch::empty(header.shape, torch::TensorOptions().dtype(header.dtype));
-    const size_t bytes = static_cast<size_t>(value.numel() * value.element_size());
-    TRIAX_CHECK(at + bytes <= message + size, "re-layout: the state message of '", header.name,
-                "' is short");
-    std::memcpy(value.data_ptr(), at, bytes);
-    at += bytes;
-    out.tensors.emplace_back(header.name, std::move(value));
+    const auto options = torch::TensorOptions().dtype(header.dtype);
+    int64_t numel = 1;
+    for (const int64_t d : header.shape) numel *= d;
+    const int64_t bytes = numel * static_cast<int64_t>(c10::elementSize(header.dtype));
+    TRIAX_CHECK(at + bytes <= static_cast<int64_t>(size), "re-layout: the state message of '",
+                header.name, "' is short");
+    out.tensors.emplace_back(header.name, torch::from_blob(
+                                              const_cast<char*>(message) + at, header.shape,
+                                              [keep = buffer](void*) {}, options));
+    at += aligned(bytes);
   }
   return out;
 }
@@ -161,8 +171,9 @@ FullModelState gather_full_state(ParallelContext& context, const Config& config,
   std::map<std::pair<int, int>, std::vector<std::pair<std::string, torch::Tensor>>> shards;
   for (const torch::Tensor& message : messages) {
     if (!message.defined() || message.numel() == 0) continue;
-    Position theirs = unpack_position(reinterpret_cast<const char*>(message.data_ptr<uint8_t>()),
-                                      static_cast<size_t>(message.numel()));
+    Position theirs =
+        unpack_position(message, reinterpret_cast<const char*>(message.data_ptr<uint8_t>()),
+                        static_cast<size_t>(message.numel()));
     if (theirs.record.shard.tensor_rank == 0) {
       manifest.parameters.insert(manifest.parameters.end(), theirs.record.parameters.begin(),
                                  theirs.record.parameters.end());
