@@ -2,8 +2,9 @@
 //
 // The in-memory half of an online re-layout (train/relayout.h): what a save followed by an
 // offline reshard would give, without files. Every (pp, tp) position's writer (replica rank 0,
-// the rank that would write its shard) sends its tensors to every rank, all writers' bytes in
-// one all-gather; each rank then unshards them exactly as `triax reshard` reads a checkpoint
+// the rank that would write its shard) sends its tensors to every rank as one message (one
+// all-gather when every rank writes, else a broadcast per writer); each rank then unshards them
+// exactly as `triax reshard` reads a checkpoint
 // (full_state_of), so the state a run continues from after a re-layout is the one it would resume
 // from a checkpoint resharded to the new layout, bit for bit. Dropout streams are dropped, as a
 // reshard drops them (they belong to a position). Each rank holds the whole model's state for the

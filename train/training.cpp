@@ -201,12 +201,18 @@ std::optional<LayoutChange> Training::requested_change(int64_t step) {
   }
 }
 
+bool Training::more_may_freeze() const {
+  // With every norm equal the rule freezes at least one more layer, unless the cap forbids it.
+  const Config& c = plan_->config;
+  return frozen_after(c.freeze, c.model.layers, c.train.frozen_layers,
+                      std::vector<double>(static_cast<size_t>(c.model.layers), 0.0)) >
+         c.train.frozen_layers;
+}
+
 bool Training::freeze_statistic_wanted() const {
   const Config& c = plan_->config;
   return c.freeze.every > 0 && c.freeze.criterion == FreezeCriterion::kGradientNorm &&
-         frozen_after(c.freeze, c.model.layers, c.train.frozen_layers,
-                      std::vector<double>(static_cast<size_t>(c.model.layers), 0.0)) >
-             c.train.frozen_layers;
+         more_may_freeze();
 }
 
 std::optional<int64_t> Training::freeze_decision(int64_t step) {
@@ -218,9 +224,8 @@ std::optional<int64_t> Training::freeze_decision(int64_t step) {
   layer_norms_.assign(layer_norms_.size(), 0.0);  // each decision sees the `every` steps before it
   if (step < freeze.start) return std::nullopt;
   const int64_t frozen = c.train.frozen_layers;
-  // Nothing more may freeze (the cap): no decision to take or print (every rank knows it alike).
-  const std::vector<double> none(static_cast<size_t>(c.model.layers), 0.0);
-  if (frozen_after(freeze, c.model.layers, frozen, none) == frozen) return std::nullopt;
+  // At the cap there is no decision to take or print (every rank knows it alike).
+  if (!more_may_freeze()) return std::nullopt;
   int64_t next = frozen_after(freeze, c.model.layers, frozen, window);
   // Rank 0's verdict for all (every rank computed it from the same norms; one reduction makes
   // agreement certain).

@@ -75,6 +75,8 @@ class Training {
   /// Whether the loop sums the layers' gradient norms: freeze.criterion gradient_norm, and more
   /// layers may still freeze.
   bool freeze_statistic_wanted() const;
+  /// Whether freeze.max_fraction (and the one layer that always trains) lets another layer freeze.
+  bool more_may_freeze() const;
   /// At a freeze decision step from freeze.start: the frozen-layer count, when it grows (rank
   /// 0's verdict, a collective over the world). Restarts the statistic's window every
   /// freeze.every steps (counted from freeze.start).

@@ -28,9 +28,11 @@ trap 'rm -rf "$WORK"' EXIT
 if [ -n "${HELD_OUT:-}" ]; then
   fortunes=/usr/share/games/fortunes
   [ -f "$fortunes/$HELD_OUT" ] || { echo "HELD_OUT=$HELD_OUT: no such file in $fortunes"; exit 2; }
-  mapfile -t others < <(find "$fortunes" -maxdepth 1 -type f ! -name '*.dat' ! -name '*.u8' \
-    ! -name "$HELD_OUT" | sort)
-  build/triax prepare-data "${others[@]}" --out "$WORK/pretrain-text" >/dev/null
+  if [ -z "${PRETRAINED:-}" ]; then
+    mapfile -t others < <(find "$fortunes" -maxdepth 1 -type f ! -name '*.dat' ! -name '*.u8' \
+      ! -name "$HELD_OUT" | sort)
+    build/triax prepare-data "${others[@]}" --out "$WORK/pretrain-text" >/dev/null
+  fi
   build/triax prepare-data "$fortunes/$HELD_OUT" --out "$WORK/finetune-text" >/dev/null
   PRETRAIN_DATA=$WORK/pretrain-text TEXT="fortunes' $HELD_OUT"
 else
