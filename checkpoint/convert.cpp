@@ -137,11 +137,30 @@ struct ChunkLayout {
   std::map<std::string, ShardSpec> specs;
 };
 
+ChunkLayout layout_of(const torch::nn::Module& module) {
+  ChunkLayout layout;
+  layout.specs = collect_shard_specs(module);
+  for (const auto& item : module.named_parameters()) {
+    layout.parameters.emplace_back(item.key(), item.value().sizes().vec());
+  }
+  return layout;
+}
+
+// parameter name -> the full-model names of its tensors (itself and its optimizer state)
+std::multimap<std::string, std::string> names_by_parameter(const FullTensorSource& source) {
+  std::multimap<std::string, std::string> out;
+  for (const std::string& name : source.names()) {
+    out.emplace(StateName::parse(name).parameter, name);
+  }
+  return out;
+}
+
 // Appends to `shard` chunk c's tensors for tp rank `tp`: each parameter and its optimizer state,
-// sliced as its ShardSpec says.
+// sliced as its ShardSpec says; whole ones copied unless `views` (the caller copies them before
+// the source goes).
 void add_chunk_tensors(const ChunkLayout& layout, int c, int tp, int tensor,
                        const FullTensorSource& source,
-                       const std::multimap<std::string, std::string>& by_parameter,
+                       const std::multimap<std::string, std::string>& by_parameter, bool views,
                        SafetensorsFile& shard) {
   for (const auto& [parameter, shape] : layout.parameters) {
     const auto split = layout.specs.find(parameter);
@@ -157,9 +176,10 @@ void add_chunk_tensors(const ChunkLayout& layout, int c, int tp, int tensor,
           join(shape, ", "), "]");
       const bool sharded = split != layout.specs.end() && split_like_parameter(name);
       // A copy: the source's tensor may be a view of a mapped file or of a bigger tensor.
-      shard.tensors.emplace_back(
-          name.in_chunk(c).str(),
-          sharded ? shard_of(full, split->second, tp, tensor) : full.contiguous().clone());
+      shard.tensors.emplace_back(name.in_chunk(c).str(),
+                                 sharded ? shard_of(full, split->second, tp, tensor)
+                                 : views ? full
+                                         : full.contiguous().clone());
       source.done(entry->second);
     }
   }
@@ -178,11 +198,7 @@ std::vector<std::pair<std::string, torch::Tensor>> cut_shard(const Config& confi
   const ModelSpec& spec = model_spec(config.model.arch);
   spec.check_layout(config);
   const auto ranges = spec.stage_layers(config);
-  // parameter name -> the full-model names of its tensors (itself and its optimizer state)
-  std::multimap<std::string, std::string> by_parameter;
-  for (const std::string& name : source.names()) {
-    by_parameter.emplace(StateName::parse(name).parameter, name);
-  }
+  const std::multimap<std::string, std::string> by_parameter = names_by_parameter(source);
   ShapeOnlyCommunicator group(tp, tensor);
   SafetensorsFile shard;
   for (int c = 0; c < chunks_per_rank; ++c) {
@@ -190,16 +206,25 @@ std::vector<std::pair<std::string, torch::Tensor>> cut_shard(const Config& confi
     ChunkLayout layout;
     {
       const std::unique_ptr<ModelChunk> part = spec.build_chunk(config, stage, ranges, group);
-      layout.specs = collect_shard_specs(part->module());
-      for (const auto& item : part->module().named_parameters()) {
-        layout.parameters.emplace_back(item.key(), item.value().sizes().vec());
-      }
+      layout = layout_of(part->module());
       if (table != nullptr) {
         const auto entries = parameter_table(part->module(), stage);
         table->insert(table->end(), entries.begin(), entries.end());
       }
     }
-    add_chunk_tensors(layout, c, tp, tensor, source, by_parameter, shard);
+    add_chunk_tensors(layout, c, tp, tensor, source, by_parameter, false, shard);
+  }
+  return std::move(shard.tensors);
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> shard_views(
+    const FullTensorSource& source, const std::vector<const torch::nn::Module*>& chunks, int tp,
+    int tensor) {
+  const std::multimap<std::string, std::string> by_parameter = names_by_parameter(source);
+  SafetensorsFile shard;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    add_chunk_tensors(layout_of(*chunks[c]), static_cast<int>(c), tp, tensor, source, by_parameter,
+                      true, shard);
   }
   return std::move(shard.tensors);
 }

@@ -1,6 +1,6 @@
 // defines: triax::FullModelState, triax::FullTensorSource, triax::read_full_state,
 //          triax::full_state_of, triax::schedule_for_chunks, triax::write_sharded_checkpoint,
-//          triax::cut_shard, triax::StateSource, triax::whole_model
+//          triax::cut_shard, triax::shard_views, triax::StateSource, triax::whole_model
 //
 // Offline conversions, on one process, between a sharded checkpoint and the whole model:
 //   reshard  = read_full_state (every shard unsharded: tp slices concatenated, padding removed,
@@ -76,6 +76,13 @@ std::vector<std::pair<std::string, torch::Tensor>> cut_shard(const Config& confi
                                                              const FullTensorSource& source, int pp,
                                                              int tp,
                                                              std::vector<ParameterEntry>* table);
+/// cut_shard for a position whose chunks are built already (a live Trainer's `chunks`, in chunk
+/// order, holding whole parameters; `tensor` = its tp size): their names, shapes and splits,
+/// rather than building them again. Unsplit tensors are `source`'s own (views): the caller
+/// copies them into its model before the source goes.
+std::vector<std::pair<std::string, torch::Tensor>> shard_views(
+    const FullTensorSource& source, const std::vector<const torch::nn::Module*>& chunks, int tp,
+    int tensor);
 /// A FullModelState's tensors, as a source.
 class StateSource : public FullTensorSource {
  public:

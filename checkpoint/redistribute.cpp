@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "checkpoint/state_name.h"
 #include "core/error.h"
 #include "core/strings.h"
+#include "parallel/comm/shared_messages.h"
 
 namespace triax {
 namespace {
@@ -55,26 +57,37 @@ int64_t aligned(int64_t bytes) {
   return (bytes + 7) / 8 * 8;
 }
 
-torch::Tensor pack_position(const ShardRecord& record,
-                            const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {
-  const std::string text = record.encode() + '\x1e' + encode_headers(tensors);
-  const std::string head = std::to_string(text.size()) + '\n' + text;
+// A writer's message before it is written: its leading text and its tensors' bytes (contiguous,
+// on the host), and the whole message's size.
+struct Outgoing {
+  std::string head;
   std::vector<torch::Tensor> flat;
-  int64_t total = aligned(static_cast<int64_t>(head.size()));
+  int64_t bytes = 0;
+};
+
+Outgoing plan_message(const ShardRecord& record,
+                      const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {
+  Outgoing out;
+  const std::string text = record.encode() + '\x1e' + encode_headers(tensors);
+  out.head = std::to_string(text.size()) + '\n' + text;
+  out.bytes = aligned(static_cast<int64_t>(out.head.size()));
   for (const auto& item : tensors) {
-    flat.push_back(item.second.detach().to(torch::kCPU).contiguous());
-    total += aligned(flat.back().numel() * flat.back().element_size());
-  }
-  torch::Tensor out = torch::zeros({total}, torch::kByte);
-  char* base = reinterpret_cast<char*>(out.data_ptr<uint8_t>());
-  std::copy(head.begin(), head.end(), base);
-  int64_t at = aligned(static_cast<int64_t>(head.size()));
-  for (const torch::Tensor& t : flat) {
-    const int64_t bytes = t.numel() * t.element_size();
-    std::memcpy(base + at, t.data_ptr(), static_cast<size_t>(bytes));
-    at += aligned(bytes);
+    out.flat.push_back(item.second.detach().to(torch::kCPU).contiguous());
+    out.bytes += aligned(out.flat.back().numel() * out.flat.back().element_size());
   }
   return out;
+}
+
+// Writes the message to `base` (out.bytes of them).
+void write_message(const Outgoing& out, uint8_t* base) {
+  char* at = reinterpret_cast<char*>(base);
+  std::copy(out.head.begin(), out.head.end(), at);
+  int64_t offset = aligned(static_cast<int64_t>(out.head.size()));
+  for (const torch::Tensor& t : out.flat) {
+    const int64_t bytes = t.numel() * t.element_size();
+    std::memcpy(at + offset, t.data_ptr(), static_cast<size_t>(bytes));
+    offset += aligned(bytes);
+  }
 }
 
 struct Position {
@@ -113,7 +126,9 @@ Position unpack_position(const torch::Tensor& buffer, const char* message, size_
 // Every rank's message on every rank (empty where a rank sends none). One padded all-gather when
 // the writers' messages fill most of it (every rank a writer: dp 1); otherwise a broadcast from
 // each writer, so that dp - 1 of every dp ranks do not send a model's worth of padding.
-std::vector<torch::Tensor> all_gather_messages(Communicator& world, const torch::Tensor& mine) {
+std::vector<torch::Tensor> all_gather_messages(Communicator& world, const Outgoing* outgoing) {
+  torch::Tensor mine = torch::empty({outgoing != nullptr ? outgoing->bytes : 0}, torch::kByte);
+  if (outgoing != nullptr) write_message(*outgoing, mine.data_ptr<uint8_t>());
   const torch::Tensor lengths = world.all_gather(torch::tensor({mine.numel()}, torch::kLong));
   const int n = world.size();
   int64_t longest = 0, sum = 0;
@@ -143,7 +158,7 @@ std::vector<torch::Tensor> all_gather_messages(Communicator& world, const torch:
 }  // namespace
 
 FullModelState gather_full_state(ParallelContext& context, const Config& config, int64_t step,
-                                 CheckpointContents contents) {
+                                 CheckpointContents contents, StateExchange exchange) {
   std::vector<ParameterEntry> table = contents.parameters;
   // Every replica joins the stream of a sharded optimizer's slices; only the writer keeps them.
   std::vector<std::pair<std::string, torch::Tensor>> mine = materialize(std::move(contents));
@@ -158,9 +173,26 @@ FullModelState gather_full_state(ParallelContext& context, const Config& config,
   record.shard.pipeline_rank = context.pp_rank();
   record.shard.tensor_rank = context.tp_rank();
   record.parameters = table;
-  const std::vector<torch::Tensor> messages = all_gather_messages(
-      context.world(), writer ? pack_position(record, mine) : torch::empty({0}, torch::kByte));
+  std::optional<Outgoing> outgoing;
+  if (writer) outgoing = plan_message(record, mine);
   mine.clear();
+  // On one node each writer writes its message once where every rank reads it; across nodes
+  // the messages are sent.
+  Communicator& world = context.world();
+  std::optional<std::vector<torch::Tensor>> messages;
+  if (exchange == StateExchange::kShareOnOneNode) {
+    messages = share_messages(world, outgoing ? outgoing->bytes : 0,
+                              [&](uint8_t* at) { write_message(*outgoing, at); });
+  }
+  if (!messages) messages = all_gather_messages(world, outgoing ? &*outgoing : nullptr);
+  outgoing.reset();
+  std::vector<Position> positions;
+  for (const torch::Tensor& message : *messages) {
+    if (!message.defined() || message.numel() == 0) continue;
+    positions.push_back(unpack_position(message,
+                                        reinterpret_cast<const char*>(message.data_ptr<uint8_t>()),
+                                        static_cast<size_t>(message.numel())));
+  }
 
   Manifest manifest;
   manifest.step = step;
@@ -169,11 +201,7 @@ FullModelState gather_full_state(ParallelContext& context, const Config& config,
   manifest.chunks_per_rank = config.schedule.chunks_per_rank;
   manifest.config = config;
   std::map<std::pair<int, int>, std::vector<std::pair<std::string, torch::Tensor>>> shards;
-  for (const torch::Tensor& message : messages) {
-    if (!message.defined() || message.numel() == 0) continue;
-    Position theirs =
-        unpack_position(message, reinterpret_cast<const char*>(message.data_ptr<uint8_t>()),
-                        static_cast<size_t>(message.numel()));
+  for (Position& theirs : positions) {
     if (theirs.record.shard.tensor_rank == 0) {
       manifest.parameters.insert(manifest.parameters.end(), theirs.record.parameters.begin(),
                                  theirs.record.parameters.end());

@@ -73,7 +73,7 @@ std::vector<ServedBuffer> served_buffers(const GradientSync& sync,
 
 }  // namespace
 
-Trainer::Trainer(const RunPlan& run, ParallelContext& context)
+Trainer::Trainer(const RunPlan& run, ParallelContext& context, TrainerWeights weights)
     : spec_(model_spec(run.model)),
       config_(run.config),
       device_(compute_device(run.config.run.device, detect_launch(process_env()).local_rank)),
@@ -224,7 +224,10 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context)
       ddp_.back()->add_gradient_holder(alias);
       grads_.tied_copies.push_back(alias);
     }
-    ddp_.back()->broadcast_parameters();  // ZeRO-3: then each rank keeps its slices
+    // ZeRO-3 cuts each rank's slices there: it broadcasts whatever follows.
+    if (weights == TrainerWeights::kInitialised || level == ShardLevel::kParameters) {
+      ddp_.back()->broadcast_parameters();
+    }
     if (servers != nullptr) {
       const bool holds = alias.defined() && frozen_layers() == 0;
       servers->add_chunk(

@@ -68,10 +68,19 @@ struct EvalMean {
   double samples = 0;
 };
 
+/// Where a new Trainer's weights come from.
+enum class TrainerWeights {
+  kInitialised,  ///< the seed's initialisation, broadcast over dp (every rank starts alike)
+  kLoadedNext,   ///< load_state_tensors with the same tensors on every dp rank comes next (a
+                 ///< re-layout): the broadcast, a collective per parameter, is skipped
+};
+
 class Trainer {
  public:
-  /// Builds this rank's chunks (same weights as one process), broadcasts them over dp.
-  Trainer(const RunPlan& plan, ParallelContext& context);
+  /// Builds this rank's chunks (same weights as one process), broadcasts them over dp unless
+  /// `weights` says a load follows.
+  Trainer(const RunPlan& plan, ParallelContext& context,
+          TrainerWeights weights = TrainerWeights::kInitialised);
 
   /// One step on the global batch (identical on every rank; this rank takes its rows, as the
   /// distributed sampler deals them). Returns the global mean loss.

@@ -288,14 +288,23 @@ void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer
   plans_.push_back(std::move(plan));
   plan_ = plans_.back().get();
   const double grouped = seconds_since(begin);
-  trainer = std::make_unique<Trainer>(*plan_, *context_);
+  // Every rank loads the same state next: no broadcast of the new weights.
+  trainer = std::make_unique<Trainer>(*plan_, *context_, TrainerWeights::kLoadedNext);
   const double built = seconds_since(begin);
   std::map<std::string, torch::Tensor> shard;
-  for (auto& [name, tensor] : cut_shard(plan_->config, StateSource(state), context_->pp_rank(),
-                                        context_->tp_rank(), nullptr)) {
+  // The new chunks' names, shapes and splits are the shard's (ZeRO-3's hold slices only: a cut
+  // builds its own); the load copies the views.
+  const bool whole = shard_level(plan_->config) != ShardLevel::kParameters;
+  std::vector<const torch::nn::Module*> chunks;
+  for (const auto& chunk : trainer->chunks()) chunks.push_back(&chunk->module());
+  for (auto& [name, tensor] :
+       whole ? shard_views(StateSource(state), chunks, context_->tp_rank(), context_->tp_size())
+             : cut_shard(plan_->config, StateSource(state), context_->pp_rank(),
+                         context_->tp_rank(), nullptr)) {
     shard.emplace(name, std::move(tensor));
   }
   trainer->load_state_tensors(shard);
+  shard.clear();  // (views of the gathered state)
   const double loaded = seconds_since(begin);
   open_cache(*trainer, step);
   batches = make_batch_source(*plan_, context_->dp_rank());
