@@ -174,7 +174,10 @@ void add_chunk_tensors(const ChunkLayout& layout, int c, int tp, int tensor,
           full.sizes().vec() == shape || split != layout.specs.end() || name.is_optimizer_state(),
           entry->second, ": the source's shape ", full.sizes(), " is not the model's [",
           join(shape, ", "), "]");
-      const bool sharded = split != layout.specs.end() && split_like_parameter(name);
+      // (At tp 1 an unpadded split is the whole tensor: a view needs no cut.)
+      const bool sharded =
+          split != layout.specs.end() && split_like_parameter(name) &&
+          !(views && tensor == 1 && split->second.padded_size == full.size(split->second.dim));
       // A copy: the source's tensor may be a view of a mapped file or of a bigger tensor.
       shard.tensors.emplace_back(name.in_chunk(c).str(),
                                  sharded ? shard_of(full, split->second, tp, tensor)

@@ -318,7 +318,7 @@ void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer
   event.trigger = change.change.trigger;
   event.seconds = seconds_since(begin);
   log::info(str("layout changed after step ", step, " (", event.trigger, ") in ",
-                fixed(event.seconds, 2), " s (state gathered ", fixed(gathered, 3), ", groups ",
+                fixed(event.seconds, 3), " s (state gathered ", fixed(gathered, 3), ", groups ",
                 fixed(grouped - gathered, 3), ", model ", fixed(built - grouped, 3), ", state cut ",
                 fixed(loaded - built, 3), ", data and cache ", fixed(opened - loaded, 3), ", wait ",
                 fixed(event.seconds - opened, 3), " s): ", event.from, " -> ", event.to, "\n",
