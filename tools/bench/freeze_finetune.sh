@@ -17,8 +17,9 @@
 # measures: a pretrained model adapted to a related task) instead of the licences. Printed: each
 # run's wall time and final held-out loss, the ratios beside the goals, and for the freezing run
 # the time per phase, the layouts chosen and each re-layout's pause beside what saving and
-# resuming costs instead (`full`'s final save, on the layout a freeze leaves; the fine-tune's
-# load, and its process start to the end of its first step).
+# resuming costs instead (`full`'s final save, on the layout a freeze starts from; the load of
+# the freezing run's final checkpoint on the layout it left, by a short run resuming it; and the
+# fine-tune's process start to the end of its first step).
 # usage: tools/bench/freeze_finetune.sh [ROUNDS] [EPOCHS] [RANKS] [PRETRAIN_STEPS]
 set -euo pipefail
 ROUNDS=${1:-1} EPOCHS=${2:-3} RANKS=${3:-4} PRETRAIN=${4:-600}
@@ -87,6 +88,22 @@ for round in $(seq 1 "$ROUNDS"); do
     first_s=$(sed -nE 's/.*first step done ([0-9.]+) s after start.*/\1/p' "$WORK/$mode.log")
     save_s=$(sed -nE 's/.*checkpoint of step [0-9]+ saved to .* in ([0-9.]+) s$/\1/p' "$WORK/$mode.log")
     echo "$round $mode $wall $load_s $first_s $save_s" >>"$WORK/runs.txt"
+    if [ "$mode" = freeze ]; then
+      # A restart's load on the layout the freeze left: its final checkpoint (the whole optimizer
+      # state, the frozen layers' included) resumed there for one more epoch's first steps.
+      to=$(grep "layout changed after step" "$WORK/$mode.log" | tail -1)
+      pp=$(sed -nE 's/.*-> dp [0-9]+ x tp [0-9]+ x pp ([0-9]+),.*/\1/p' <<<"$to")
+      frozen=$(sed -nE 's/.*, ([0-9]+) layer\(s\) frozen$/\1/p' <<<"$to")
+      mpiexec -n "$RANKS" build/triax train configs/gpt-fortunes.yaml "${COMMON[@]}" \
+        "${FINETUNE[@]}" --set train.epochs=$((EPOCHS + 1)) --set parallel.pipeline="${pp:-4}" \
+        --set train.frozen_layers="${frozen:-0}" --set train.eval_every=0 \
+        --resume "$WORK/$mode/checkpoints" --set run.dir="$WORK/reload" \
+        --set train.steps=$((steps_per_epoch * EPOCHS + 2)) >"$WORK/reload.log" 2>&1 ||
+        { cat "$WORK/reload.log"; exit 1; }
+      reload_s=$(sed -nE 's/.*resumed from .* in ([0-9.]+) s$/\1/p' "$WORK/reload.log")
+      echo "$round reload 0 $reload_s 0 0" >>"$WORK/runs.txt"
+      rm -rf "$WORK/reload"
+    fi
     cp "$WORK/$mode/metrics.jsonl" "$WORK/$mode-$round.jsonl"
     echo "round $round $mode: $wall s wall"
   done

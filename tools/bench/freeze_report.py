@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The table of tools/bench/freeze_finetune.sh: WORK/runs.txt (round, mode, wall s, load s, first
-step s after the process started, final save s) and
+step s after the process started, final save s; mode `reload`: the load of the freezing run's
+final checkpoint on its last layout) and
 WORK/MODE-ROUND.jsonl (each step's loss, step_s, val_loss, relayout_* and prefix_cached keys)."""
 import json
 import statistics
@@ -10,9 +11,10 @@ work, rounds = sys.argv[1], int(sys.argv[2])
 runs = [line.split() for line in open(f"{work}/runs.txt")]
 MODES = ("full", "freeze", "freeze-nocache", "full-dp")
 wall = {m: [float(r[2]) for r in runs if r[1] == m] for m in MODES}
-load = statistics.median(float(r[3]) for r in runs)
+# A restart's load on the layout the freeze left (the freezing run's final checkpoint resumed).
+load = statistics.median(float(r[3]) for r in runs if r[1] == "reload")
 first_step = statistics.median(float(r[4]) for r in runs if r[1] == "full")
-# The save a restart would start with: the layout the freeze leaves (pp 4), `full`'s final one.
+# The save a restart would start with: on the layout the freeze starts from (pp 4), `full`'s final one.
 save_s = statistics.median(float(r[5]) for r in runs if r[1] == "full")
 
 
