@@ -43,10 +43,11 @@ constexpr int kSteps = 20;
 struct Bound {
   double loss, norm, param;
 };
-// fp32's norm bound is 3e-5: on an AMD EPYC with AVX-512 (2026-11-29) the tp = 2 GPT rows' norms
-// move by 2.19e-5 at most over the 20 steps (losses 1.9e-7, parameters 7.2e-6), where the CPUs
-// this bound was first measured on stayed under 1e-5: the native fp32 kernels sum in another
-// order there. Not yet understood beyond that; the composition test keeps 1e-5.
+// fp32's norm bound is 3e-5: the figure depends on the matmul kernels OpenBLAS picks for the CPU
+// (measured 2026-11-29 on an AMD EPYC with AVX-512, GPT tp = 2, 20 steps: the norm moves by
+// 2.19e-5 at most with its AVX-512 kernels, OPENBLAS_CORETYPE=SKYLAKEX or the default there, and
+// by 7.69e-6 with OPENBLAS_CORETYPE=HASWELL's AVX2 ones; losses 1.9e-7 and 3.5e-8): tp splits
+// each matmul's sum, and the kernels' blocking decides how far 20 steps carry the difference.
 constexpr Bound kTpFp32{1e-5, 3e-5, 5e-5};
 constexpr Bound kTpBf16{2e-3, 2.5e-1, 8e-2};
 
