@@ -119,6 +119,7 @@ TrainingResult Training::run() {
       const std::vector<double> norms = trainer->layer_gradient_norms();  // over model-parallel
       layer_norms_.resize(norms.size(), 0.0);
       for (size_t l = 0; l < norms.size(); ++l) layer_norms_[l] += norms[l];
+      ++window_steps_;
     }
     // One agreement on a stop signal and on a change requested through run.dir.
     bool requested = request_seen();
@@ -221,7 +222,9 @@ std::optional<int64_t> Training::freeze_decision(int64_t step) {
   // Decisions at start, start + every, ...; the window also restarts every `every` steps before.
   if (freeze.every <= 0 || (step - freeze.start) % freeze.every != 0) return std::nullopt;
   const std::vector<double> window = layer_norms_;
+  const int64_t window_steps = window_steps_;     // `every`, or fewer: a start before it, a resume
   layer_norms_.assign(layer_norms_.size(), 0.0);  // each decision sees the `every` steps before it
+  window_steps_ = 0;
   if (step < freeze.start) return std::nullopt;
   const int64_t frozen = c.train.frozen_layers;
   // At the cap there is no decision to take or print (every rank knows it alike).
@@ -237,8 +240,8 @@ std::optional<int64_t> Training::freeze_decision(int64_t step) {
     std::vector<std::string> shown;
     for (double n : window) shown.push_back(fixed(n, 4));
     log::info(str("freeze after step ", step, ": gradient norm per layer over the last ",
-                  freeze.every, " steps [", join(shown, ", "), "]; ", next, " of ", c.model.layers,
-                  " layer(s) frozen (was ", frozen, ")"));
+                  window_steps, " step(s) [", join(shown, ", "), "]; ", next, " of ",
+                  c.model.layers, " layer(s) frozen (was ", frozen, ")"));
   } else {
     log::info(str("freeze after step ", step, ": ", next, " of ", c.model.layers,
                   " layer(s) frozen (was ", frozen, ")"));

@@ -102,6 +102,7 @@ class Training {
   std::vector<LayoutChange> scheduled_;  // relayout.steps
   std::vector<double> layer_norms_;      // freeze: each layer's gradient norm, summed since the
                                          // last decision
+  int64_t window_steps_ = 0;             // the steps summed into layer_norms_
   std::unique_ptr<FilePrefixCache> prefix_cache_;  // AutoCache (the trainer points at it)
   // Asynchronous parameter servers: the held-out shares of dropped workers this rank scores (by
   // their dp rank), so that an evaluation still covers every sample.
