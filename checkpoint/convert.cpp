@@ -177,8 +177,10 @@ void add_chunk_tensors(const ChunkLayout& layout, int c, int tp, int tensor,
       // (At tp 1 an unpadded split is the whole tensor: a view needs no cut.)
       const bool sharded =
           split != layout.specs.end() && split_like_parameter(name) &&
-          !(views && tensor == 1 && split->second.padded_size == full.size(split->second.dim));
-      // A copy: the source's tensor may be a view of a mapped file or of a bigger tensor.
+          !(views && tensor == 1 && split->second.padded_size == split->second.full_size &&
+            full.size(split->second.dim) == split->second.full_size);
+      // Unless views are asked for, a copy: the source's tensor may be a view of a mapped file or
+      // of a bigger tensor.
       shard.tensors.emplace_back(name.in_chunk(c).str(),
                                  sharded ? shard_of(full, split->second, tp, tensor)
                                  : views ? full

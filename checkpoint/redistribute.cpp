@@ -158,7 +158,8 @@ std::vector<torch::Tensor> all_gather_messages(Communicator& world, const Outgoi
 }  // namespace
 
 FullModelState gather_full_state(ParallelContext& context, const Config& config, int64_t step,
-                                 CheckpointContents contents, StateExchange exchange) {
+                                 CheckpointContents contents, StateExchange exchange,
+                                 StateExchange* used) {
   std::vector<ParameterEntry> table = contents.parameters;
   // Every replica joins the stream of a sharded optimizer's slices; only the writer keeps them.
   std::vector<std::pair<std::string, torch::Tensor>> mine = materialize(std::move(contents));
@@ -184,6 +185,7 @@ FullModelState gather_full_state(ParallelContext& context, const Config& config,
     messages = share_messages(world, outgoing ? outgoing->bytes : 0,
                               [&](uint8_t* at) { write_message(*outgoing, at); });
   }
+  if (used != nullptr) *used = messages ? StateExchange::kShareOnOneNode : StateExchange::kSend;
   if (!messages) messages = all_gather_messages(world, outgoing ? &*outgoing : nullptr);
   outgoing.reset();
   std::vector<Position> positions;

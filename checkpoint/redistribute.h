@@ -29,9 +29,11 @@ enum class StateExchange {
 /// The whole model's parameters and optimizer state after step `step`, on every rank (a
 /// collective over the world). `config`: the run's configuration at the current layout;
 /// `contents`: this rank's Trainer::checkpoint_contents(). The tensors may be read-only views of
-/// memory other ranks share: copy them, never write to them.
+/// memory other ranks share: copy them, never write to them. `used`, when given, says which way
+/// the state came (the same on every rank).
 FullModelState gather_full_state(ParallelContext& context, const Config& config, int64_t step,
                                  CheckpointContents contents,
-                                 StateExchange exchange = StateExchange::kShareOnOneNode);
+                                 StateExchange exchange = StateExchange::kShareOnOneNode,
+                                 StateExchange* used = nullptr);
 
 }  // namespace triax

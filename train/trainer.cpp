@@ -224,7 +224,7 @@ Trainer::Trainer(const RunPlan& run, ParallelContext& context, TrainerWeights we
       ddp_.back()->add_gradient_holder(alias);
       grads_.tied_copies.push_back(alias);
     }
-    // ZeRO-3 cuts each rank's slices there: it broadcasts whatever follows.
+    // ZeRO-3 cuts each rank's slices in broadcast_parameters, so it calls it in any case.
     if (weights == TrainerWeights::kInitialised || level == ShardLevel::kParameters) {
       ddp_.back()->broadcast_parameters();
     }

@@ -72,7 +72,8 @@ struct EvalMean {
 enum class TrainerWeights {
   kInitialised,  ///< the seed's initialisation, broadcast over dp (every rank starts alike)
   kLoadedNext,   ///< load_state_tensors with the same tensors on every dp rank comes next (a
-                 ///< re-layout): the broadcast, a collective per parameter, is skipped
+                 ///< re-layout): the broadcast, a collective per parameter, is skipped (except
+                 ///< under ZeRO-3, which cuts its slices there)
 };
 
 class Trainer {

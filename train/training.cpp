@@ -307,7 +307,9 @@ void Training::change_layout(Relayout& change, std::unique_ptr<Trainer>& trainer
     shard.emplace(name, std::move(tensor));
   }
   trainer->load_state_tensors(shard);
-  shard.clear();  // (views of the gathered state)
+  // The gathered state (and on one node the shared segments it views) goes now that it is copied.
+  shard.clear();
+  state.tensors.clear();
   const double loaded = seconds_since(begin);
   open_cache(*trainer, step);
   batches = make_batch_source(*plan_, context_->dp_rank());

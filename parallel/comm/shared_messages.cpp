@@ -29,11 +29,22 @@ struct Mapping {
   }
 };
 
+// Unlinks this rank's segment name when it goes (at the latest on an error between its creation
+// and the all-gather's end), only if this rank created it.
+struct OwnName {
+  std::string name;
+  bool created = false;
+  ~OwnName() {
+    if (created) shm_unlink(name.c_str());
+  }
+};
+
 // This rank's segment, created and filled; null if shared memory would not take it.
-std::shared_ptr<Mapping> create_segment(const std::string& name, int64_t bytes,
+std::shared_ptr<Mapping> create_segment(OwnName& owned, int64_t bytes,
                                         const std::function<void(uint8_t*)>& write) {
-  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  const int fd = shm_open(owned.name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) return nullptr;
+  owned.created = true;
   auto mapping = std::make_shared<Mapping>();
   mapping->bytes = static_cast<size_t>(bytes);
   // Space reserved before writing: a full /dev/shm then refuses here, rather than by a SIGBUS on
@@ -44,6 +55,9 @@ std::shared_ptr<Mapping> create_segment(const std::string& name, int64_t bytes,
   close(fd);
   if (mapping->at == MAP_FAILED) return nullptr;
   write(static_cast<uint8_t*>(mapping->at));
+  // Read-only from here, as the others map it: a write into the gathered state would otherwise
+  // change, unseen, what every other rank reads.
+  if (mprotect(mapping->at, mapping->bytes, PROT_READ) != 0) return nullptr;
   return mapping;
 }
 
@@ -68,10 +82,18 @@ std::optional<std::vector<torch::Tensor>> share_messages(
   const int n = world.size();
   std::shared_ptr<Mapping> mine;
   uint64_t nonce = 0;
+  OwnName owned;
   if (bytes > 0) {
-    std::random_device random;
-    nonce = (static_cast<uint64_t>(random()) << 32) ^ random();
-    mine = create_segment(segment_name(nonce), bytes, write);
+    // A failure here is this rank's alone: it posts -1 and every rank sends instead (a throw
+    // would leave the others waiting in the all-gather).
+    try {
+      std::random_device random;
+      nonce = (static_cast<uint64_t>(random()) << 32) ^ random();
+      owned.name = segment_name(nonce);
+      mine = create_segment(owned, bytes, write);
+    } catch (const std::exception&) {
+      mine.reset();
+    }
   }
   // Each rank's (nonce, bytes), -1 bytes where it could not create its segment; after the
   // all-gather every segment is written.
@@ -94,7 +116,8 @@ std::optional<std::vector<torch::Tensor>> share_messages(
   world.all_reduce(verdict, ReduceOp::kMin);
   // Every rank has mapped every segment (or given up): the names can go, the pages stay while
   // mapped.
-  if (bytes > 0) shm_unlink(segment_name(nonce).c_str());
+  if (owned.created) shm_unlink(owned.name.c_str());
+  owned.created = false;
   if (verdict.item<double>() < 1.0) return std::nullopt;
   std::vector<torch::Tensor> out(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {

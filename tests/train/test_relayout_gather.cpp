@@ -2,8 +2,9 @@
 // model through shared memory where the ranks share a node, and sends it otherwise. Under
 // mpiexec -n 4, at dp 1 x pp 4 (every rank a writer: the all-gather) and dp 2 x pp 2 (one writer
 // in two: a broadcast per writer): both ways give every rank the same tensors, bit for bit, equal
-// to the trainers' own state; share_messages gives each rank every other's bytes in place; and
-// nothing is left in /dev/shm after.
+// to the trainers' own state, and the shared way taken; share_messages gives each rank every
+// other's bytes in place; and nothing is left in /dev/shm after (the re-layout tests hold a
+// resource lock, so no other makes segments meanwhile).
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -34,6 +35,8 @@ TEST_CASE("share_messages: every rank's bytes on every rank, in place", "[mpi][r
   std::shared_ptr<Communicator> world = testing::test_world();
   const int n = world->size(), rank = world->rank();
   // Rank r sends r * 1000 bytes of value r (rank 0 none).
+  const int before = relayout_segments();
+  world->barrier();
   const int64_t bytes = rank * 1000;
   const auto messages = share_messages(*world, bytes, [&](uint8_t* at) {
     for (int64_t k = 0; k < bytes; ++k) at[k] = static_cast<uint8_t>(rank);
@@ -49,7 +52,7 @@ TEST_CASE("share_messages: every rank's bytes on every rank, in place", "[mpi][r
     CHECK(m.eq(r).all().item<bool>());
   }
   world->barrier();
-  CHECK(relayout_segments() == 0);  // the names went once every rank had mapped them
+  CHECK(relayout_segments() <= before);  // the names went once every rank had mapped them
 }
 
 TEST_CASE("the re-layout's gather: shared and sent alike, bit for bit", "[mpi][relayout_gather]") {
@@ -63,8 +66,12 @@ TEST_CASE("the re-layout's gather: shared and sent alike, bit for bit", "[mpi][r
     config.train.global_batch = 4 * n;
     Trainer trainer(testing::plan_for(config, context), context);
     for (int step = 0; step < 2; ++step) trainer.step(testing::tiny_gpt_batch(step, config));
-    const FullModelState shared =
-        gather_full_state(context, config, 2, trainer.checkpoint_contents());
+    const int before = relayout_segments();
+    world->barrier();
+    StateExchange used = StateExchange::kSend;
+    const FullModelState shared = gather_full_state(
+        context, config, 2, trainer.checkpoint_contents(), StateExchange::kShareOnOneNode, &used);
+    CHECK(used == StateExchange::kShareOnOneNode);  // one machine: the shared way was taken
     const FullModelState sent =
         gather_full_state(context, config, 2, trainer.checkpoint_contents(), StateExchange::kSend);
     REQUIRE(shared.tensors.size() == sent.tensors.size());
@@ -75,11 +82,13 @@ TEST_CASE("the re-layout's gather: shared and sent alike, bit for bit", "[mpi][r
     }
     // This rank's own parameters are in it as they are.
     for (const auto& [name, tensor] : materialize(trainer.checkpoint_contents())) {
+      if (name.rfind("rng/", 0) == 0) continue;  // dropout streams are not gathered
+      INFO(name);
       const auto it = shared.tensors.find(name.substr(name.find('/') + 1));  // "c0/..." -> full
-      if (name.rfind("rng/", 0) == 0 || it == shared.tensors.end()) continue;
+      REQUIRE(it != shared.tensors.end());
       CHECK(it->second.equal(tensor));
     }
     world->barrier();
-    CHECK(relayout_segments() == 0);
+    CHECK(relayout_segments() <= before);
   }
 }

@@ -12,7 +12,8 @@ runs = [line.split() for line in open(f"{work}/runs.txt")]
 MODES = ("full", "freeze", "freeze-nocache", "full-dp")
 wall = {m: [float(r[2]) for r in runs if r[1] == m] for m in MODES}
 # A restart's load on the layout the freeze left (the freezing run's final checkpoint resumed).
-load = statistics.median(float(r[3]) for r in runs if r[1] == "reload")
+reloads = [float(r[3]) for r in runs if r[1] == "reload"]
+load = statistics.median(reloads) if reloads else float("nan")
 first_step = statistics.median(float(r[4]) for r in runs if r[1] == "full")
 # The save a restart would start with: on the layout the freeze starts from (pp 4), `full`'s final one.
 save_s = statistics.median(float(r[5]) for r in runs if r[1] == "full")
