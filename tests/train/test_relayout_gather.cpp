@@ -2,13 +2,16 @@
 // model through shared memory where the ranks share a node, and sends it otherwise. Under
 // mpiexec -n 4, at dp 1 x pp 4 (every rank a writer: the all-gather) and dp 2 x pp 2 (one writer
 // in two: a broadcast per writer): both ways give every rank the same tensors, bit for bit, equal
-// to the trainers' own state, and the shared way taken; share_messages gives each rank every
-// other's bytes in place; and nothing is left in /dev/shm after (the re-layout tests hold a
-// resource lock, so no other makes segments meanwhile).
+// to the trainers' own state, and the shared way is taken; share_messages gives each rank every
+// other's bytes in place, and where one rank cannot share, every rank is told to send; nothing is
+// left in /dev/shm after (the re-layout tests hold a resource lock, so no other test makes
+// segments meanwhile).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
+#include <stdexcept>
 #include <string>
 
 #include "checkpoint/redistribute.h"
@@ -53,6 +56,23 @@ TEST_CASE("share_messages: every rank's bytes on every rank, in place", "[mpi][r
   }
   world->barrier();
   CHECK(relayout_segments() <= before);  // the names went once every rank had mapped them
+}
+
+TEST_CASE("share_messages: one rank that cannot share makes every rank send",
+          "[mpi][relayout_gather]") {
+  std::shared_ptr<Communicator> world = testing::test_world();
+  const int before = relayout_segments();
+  world->barrier();
+  // The last rank fails while writing its segment (as a full /dev/shm or a lost mapping would):
+  // it must not throw past the collectives, and no rank may use the others' segments.
+  const int failing = world->size() - 1;
+  const auto messages = share_messages(*world, 64, [&](uint8_t* at) {
+    if (world->rank() == failing) throw std::runtime_error("no room");
+    std::fill(at, at + 64, uint8_t{7});
+  });
+  CHECK_FALSE(messages.has_value());
+  world->barrier();
+  CHECK(relayout_segments() <= before);  // the failed one's name went too
 }
 
 TEST_CASE("the re-layout's gather: shared and sent alike, bit for bit", "[mpi][relayout_gather]") {
